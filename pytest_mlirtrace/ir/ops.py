@@ -1,0 +1,293 @@
+"""Shape rules of the migraphx ops the project knows, and the op families."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .dtypes import BY_NAME, BY_TYPE_ID, DType, dtype as _dtype
+from .module import IRError, Instruction
+from .shape import Shape, standard_strides
+
+UNARY_OPS = ("relu", "neg", "exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "abs",
+             "floor", "ceil", "recip")
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
+COMPARE_OPS = ("greater", "less", "equal")
+POINTWISE_OPS = UNARY_OPS + BINARY_OPS + COMPARE_OPS + ("where", "convert")
+REDUCE_OPS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_mean")
+GEMM_OPS = ("dot", "quant_dot")
+KNOWN_OPS = frozenset(("@param", "@literal", "@return", "multibroadcast", "broadcast", "transpose",
+                       "reshape", "contiguous", "slice", "squeeze", "unsqueeze", "softmax")
+                      + POINTWISE_OPS + REDUCE_OPS + GEMM_OPS)
+
+
+def _err(ins: Instruction, msg: str) -> IRError:
+    return IRError(f"{ins.name} = {ins.op}: {msg}")
+
+
+def _ints(ins: Instruction, key: str, required: bool = True) -> list[int]:
+    if key not in ins.attrs:
+        if required:
+            raise _err(ins, f"missing attribute {key}")
+        return []
+    v = ins.attrs[key]
+    if isinstance(v, int):
+        return [v]
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, int) for x in v):
+        raise _err(ins, f"attribute {key} must be a list of integers, got {v!r}")
+    return list(v)
+
+
+def _arity(ins: Instruction, shapes: list[Shape], n: int) -> None:
+    if len(shapes) != n:
+        raise _err(ins, f"takes {n} input{'s' if n != 1 else ''}, got {len(shapes)}")
+
+
+def _norm_axis(ins: Instruction, axis: int, rank: int) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise _err(ins, f"axis {axis} out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def _pointwise_out(shapes: list[Shape], dt: DType) -> Shape:
+    first = shapes[0]
+    if all(s.lens == first.lens and s.strides == first.strides for s in shapes) and first.packed:
+        return Shape(dt, first.lens, first.strides)
+    return Shape(dt, first.lens, standard_strides(first.lens))
+
+
+def _same_lens(ins: Instruction, shapes: list[Shape]) -> None:
+    for s in shapes[1:]:
+        if s.lens != shapes[0].lens:
+            raise _err(ins, f"inputs differ in lens: {list(shapes[0].lens)} vs {list(s.lens)} "
+                            "(broadcast them first)")
+
+
+def _unary(ins, shapes):
+    _arity(ins, shapes, 1)
+    return _pointwise_out(shapes, shapes[0].dtype)
+
+
+def _binary(ins, shapes):
+    _arity(ins, shapes, 2)
+    _same_lens(ins, shapes)
+    if shapes[0].dtype != shapes[1].dtype:
+        raise _err(ins, f"inputs differ in type: {shapes[0].dtype.migraphx} vs {shapes[1].dtype.migraphx}")
+    return _pointwise_out(shapes, shapes[0].dtype)
+
+
+def _compare(ins, shapes):
+    out = _binary(ins, shapes)
+    return out.with_dtype("bool")
+
+
+def _where(ins, shapes):
+    _arity(ins, shapes, 3)
+    _same_lens(ins, shapes)
+    if shapes[1].dtype != shapes[2].dtype:
+        raise _err(ins, f"branches differ in type: {shapes[1].dtype.migraphx} vs {shapes[2].dtype.migraphx}")
+    if shapes[0].dtype.is_float:
+        raise _err(ins, f"condition must be bool or integer, got {shapes[0].dtype.migraphx}")
+    return _pointwise_out(shapes, shapes[1].dtype)
+
+
+def _convert(ins, shapes):
+    _arity(ins, shapes, 1)
+    t = ins.attrs.get("target_type")
+    if isinstance(t, int):
+        if t not in BY_TYPE_ID:
+            raise _err(ins, f"unknown target_type {t}")
+        dt = BY_TYPE_ID[t]
+    elif isinstance(t, str):
+        dt = _dtype(t)
+    else:
+        raise _err(ins, "missing attribute target_type")
+    return _pointwise_out(shapes, dt)
+
+
+def _multibroadcast(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    out = _ints(ins, "out_lens")
+    if len(out) < s.rank:
+        raise _err(ins, f"out_lens {out} has lower rank than input {list(s.lens)}")
+    off = len(out) - s.rank
+    strides = [0] * len(out)
+    for i, (n, st) in enumerate(zip(s.lens, s.strides)):
+        if n == out[off + i]:
+            strides[off + i] = st
+        elif n == 1:
+            strides[off + i] = 0
+        else:
+            raise _err(ins, f"cannot broadcast input lens {list(s.lens)} to {out}")
+    return Shape(s.dtype, tuple(out), tuple(strides))
+
+
+def _broadcast(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    out = _ints(ins, "out_lens")
+    axis = ins.attrs.get("axis", 0)
+    if not isinstance(axis, int) or axis < 0 or axis + s.rank > len(out):
+        raise _err(ins, f"axis {axis} does not fit input lens {list(s.lens)} into out_lens {out}")
+    strides = [0] * len(out)
+    for i, (n, st) in enumerate(zip(s.lens, s.strides)):
+        if n != out[axis + i]:
+            raise _err(ins, f"input dim {i} ({n}) != out_lens[{axis + i}] ({out[axis + i]})")
+        strides[axis + i] = st
+    return Shape(s.dtype, tuple(out), tuple(strides))
+
+
+def _transpose(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    perm = _ints(ins, "permutation")
+    if sorted(perm) != list(range(s.rank)):
+        raise _err(ins, f"permutation {perm} is not a permutation of {s.rank} dims")
+    return Shape(s.dtype, tuple(s.lens[p] for p in perm), tuple(s.strides[p] for p in perm))
+
+
+def _reshape(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    dims = _ints(ins, "dims")
+    out = []
+    for i, d in enumerate(dims):
+        if d == 0:
+            if i >= s.rank:
+                raise _err(ins, f"dims[{i}] = 0 copies an input dim that does not exist")
+            out.append(s.lens[i])
+        else:
+            out.append(d)
+    if out.count(-1) > 1:
+        raise _err(ins, f"dims {dims} has more than one -1")
+    if -1 in out:
+        known = 1
+        for d in out:
+            if d != -1:
+                known *= d
+        if known == 0 or s.elements % known:
+            raise _err(ins, f"cannot infer -1 in dims {dims} from {s.elements} elements")
+        out[out.index(-1)] = s.elements // known
+    if any(d < 0 for d in out):
+        raise _err(ins, f"negative dimension in dims {dims}")
+    n = 1
+    for d in out:
+        n *= d
+    if n != s.elements:
+        raise _err(ins, f"dims {dims} give {n} elements, input {list(s.lens)} has {s.elements}")
+    return Shape(s.dtype, tuple(out), standard_strides(out))
+
+
+def _contiguous(ins, shapes):
+    _arity(ins, shapes, 1)
+    return shapes[0].as_standard()
+
+
+def _slice(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    axes = _ints(ins, "axes")
+    starts = _ints(ins, "starts")
+    ends = _ints(ins, "ends")
+    if not len(axes) == len(starts) == len(ends):
+        raise _err(ins, "axes, starts and ends differ in length")
+    lens = list(s.lens)
+    for a, b, e in zip(axes, starts, ends):
+        a = _norm_axis(ins, a, s.rank)
+        n = s.lens[a]
+        b = max(0, min(n, b + n if b < 0 else b))
+        e = max(0, min(n, e + n if e < 0 else e))
+        if e < b:
+            raise _err(ins, f"slice [{b}, {e}) on axis {a} is empty-reversed")
+        lens[a] = e - b
+    return Shape(s.dtype, tuple(lens), s.strides)
+
+
+def _squeeze(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    axes = [_norm_axis(ins, a, s.rank) for a in _ints(ins, "axes", required=False)]
+    if not axes:
+        axes = [i for i, n in enumerate(s.lens) if n == 1]
+    for a in axes:
+        if s.lens[a] != 1:
+            raise _err(ins, f"cannot squeeze axis {a} of length {s.lens[a]}")
+    keep = [i for i in range(s.rank) if i not in axes]
+    return Shape(s.dtype, tuple(s.lens[i] for i in keep), tuple(s.strides[i] for i in keep))
+
+
+def _unsqueeze(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    axes = _ints(ins, "axes")
+    rank = s.rank + len(axes)
+    axes = sorted(_norm_axis(ins, a, rank) for a in axes)
+    lens, strides = list(s.lens), list(s.strides)
+    for a in axes:
+        st = strides[a] * lens[a] if a < len(lens) else 1
+        lens.insert(a, 1)
+        strides.insert(a, st)
+    return Shape(s.dtype, tuple(lens), tuple(strides))
+
+
+def _gemm(ins, shapes):
+    _arity(ins, shapes, 2)
+    a, b = shapes
+    if a.rank < 2 or b.rank < 2:
+        raise _err(ins, f"inputs must have rank >= 2, got {list(a.lens)} and {list(b.lens)}")
+    if a.rank != b.rank or a.lens[:-2] != b.lens[:-2]:
+        raise _err(ins, f"batch dims differ: {list(a.lens)} vs {list(b.lens)}")
+    if a.lens[-1] != b.lens[-2]:
+        raise _err(ins, f"inner dims differ: {list(a.lens)} x {list(b.lens)} (k {a.lens[-1]} != {b.lens[-2]})")
+    if a.dtype != b.dtype:
+        raise _err(ins, f"inputs differ in type: {a.dtype.migraphx} vs {b.dtype.migraphx}")
+    lens = a.lens[:-1] + (b.lens[-1],)
+    if ins.op == "quant_dot":
+        if a.dtype.name not in ("i8", "u8"):
+            raise _err(ins, f"quant_dot takes int8 inputs, got {a.dtype.migraphx}")
+        return Shape.of("i32", lens)
+    if not a.dtype.is_float:
+        raise _err(ins, f"dot takes float inputs, got {a.dtype.migraphx} (use quant_dot for int8)")
+    return Shape.of(a.dtype, lens)
+
+
+def _reduce(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    axes = [_norm_axis(ins, a, s.rank) for a in _ints(ins, "axes")]
+    lens = tuple(1 if i in axes else n for i, n in enumerate(s.lens))
+    return Shape.of(s.dtype, lens)
+
+
+def _softmax(ins, shapes):
+    _arity(ins, shapes, 1)
+    s = shapes[0]
+    _norm_axis(ins, ins.attrs.get("axis", 1), s.rank)
+    if not s.dtype.is_float:
+        raise _err(ins, f"softmax takes float input, got {s.dtype.migraphx}")
+    return s.as_standard()
+
+
+RULES: dict[str, Callable[[Instruction, list[Shape]], Shape]] = {
+    "multibroadcast": _multibroadcast, "broadcast": _broadcast, "transpose": _transpose,
+    "reshape": _reshape, "reshape_lazy": _reshape, "contiguous": _contiguous, "slice": _slice,
+    "squeeze": _squeeze, "unsqueeze": _unsqueeze, "dot": _gemm, "quant_dot": _gemm,
+    "softmax": _softmax, "where": _where, "convert": _convert,
+    **{op: _unary for op in UNARY_OPS}, **{op: _binary for op in BINARY_OPS},
+    **{op: _compare for op in COMPARE_OPS}, **{op: _reduce for op in REDUCE_OPS},
+}
+
+
+class UnsupportedOp(IRError):
+    pass
+
+
+def infer_shape(ins: Instruction, shapes: list[Shape]) -> Shape:
+    rule = RULES.get(ins.op)
+    if rule is None:
+        raise UnsupportedOp(f"{ins.name} = {ins.op}: op {ins.op!r} is not supported "
+                            f"(supported: {', '.join(sorted(RULES))})")
+    return rule(ins, shapes)
+
+
+__all__ = ["infer_shape", "UnsupportedOp", "KNOWN_OPS", "UNARY_OPS", "BINARY_OPS", "COMPARE_OPS",
+           "POINTWISE_OPS", "REDUCE_OPS", "GEMM_OPS", "RULES", "BY_NAME"]

@@ -1,0 +1,174 @@
+"""The numpy reference interpreter: the oracle every check compares against.
+
+Values flow as logical arrays (shape = lens; strides are layout, not meaning),
+computed in float64 (floats) or int64 (integers) and rounded to each
+instruction's element type after it, as MIGraphX defines the op.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .dtypes import DType, from_compute, to_compute
+from .module import IRError, Instruction, Module
+from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _round(x: np.ndarray, dt: DType) -> np.ndarray:
+    return to_compute(from_compute(x, dt), dt)
+
+
+def _unary(op: str, x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return {
+            "relu": lambda: np.maximum(x, 0),
+            "neg": lambda: -x,
+            "exp": lambda: np.exp(x),
+            "log": lambda: np.log(x),
+            "tanh": lambda: np.tanh(x),
+            "sigmoid": lambda: 1.0 / (1.0 + np.exp(-x)),
+            "sqrt": lambda: np.sqrt(x),
+            "rsqrt": lambda: 1.0 / np.sqrt(x),
+            "erf": lambda: _erf(x).astype(np.float64),
+            "abs": lambda: np.abs(x),
+            "floor": lambda: np.floor(x),
+            "ceil": lambda: np.ceil(x),
+            "recip": lambda: 1.0 / x,
+        }[op]()
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe)
+    return np.where(b == 0, 0, np.sign(a) * np.sign(safe) * q)
+
+
+def _binary(op: str, a: np.ndarray, b: np.ndarray, is_float: bool) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if op == "add":
+            return a + b
+        if op == "sub":
+            return a - b
+        if op == "mul":
+            return a * b
+        if op == "div":
+            return a / b if is_float else _int_div(a, b)
+        if op == "max":
+            return np.maximum(a, b)
+        if op == "min":
+            return np.minimum(a, b)
+        if op == "pow":
+            return np.power(a, b) if is_float else np.power(a, np.maximum(b, 0))
+        if op == "greater":
+            return a > b
+        if op == "less":
+            return a < b
+        if op == "equal":
+            return a == b
+    raise KeyError(op)
+
+
+def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    if op == "reduce_sum":
+        return np.sum(x, axis=axes, keepdims=True)
+    if op == "reduce_max":
+        return np.max(x, axis=axes, keepdims=True)
+    if op == "reduce_min":
+        return np.min(x, axis=axes, keepdims=True)
+    if op == "reduce_mean":
+        return np.mean(x, axis=axes, keepdims=True)
+    raise KeyError(op)
+
+
+def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[DType]) -> np.ndarray:
+    op, a = ins.op, ins.attrs
+    out = ins.shape
+    if op in ("contiguous",):
+        return args[0]
+    if op == "multibroadcast":
+        return np.broadcast_to(args[0], out.lens)
+    if op == "broadcast":
+        x = args[0]
+        axis = a.get("axis", 0)
+        shape = (1,) * axis + x.shape + (1,) * (len(out.lens) - axis - x.ndim)
+        return np.broadcast_to(x.reshape(shape), out.lens)
+    if op == "transpose":
+        return np.transpose(args[0], a["permutation"])
+    if op in ("reshape", "reshape_lazy", "squeeze", "unsqueeze"):
+        return np.reshape(args[0], out.lens)
+    if op == "slice":
+        x = args[0]
+        idx = [slice(None)] * x.ndim
+        for ax, b, e in zip(a["axes"], a["starts"], a["ends"]):
+            idx[ax % x.ndim] = slice(b, e)
+        return x[tuple(idx)]
+    if op == "convert":
+        x = args[0]
+        if not out.dtype.is_float and in_dtypes[0].is_float:
+            x = np.trunc(x)
+        return _round(x, out.dtype)
+    if op in ("dot", "quant_dot"):
+        return _round(np.matmul(args[0], args[1]), out.dtype)
+    if op in UNARY_OPS:
+        return _round(_unary(op, args[0]), out.dtype)
+    if op in BINARY_OPS or op in COMPARE_OPS:
+        return _round(_binary(op, args[0], args[1], in_dtypes[0].is_float), out.dtype)
+    if op == "where":
+        return _round(np.where(args[0] != 0, args[1], args[2]), out.dtype)
+    if op in REDUCE_OPS:
+        axes = tuple(x % args[0].ndim for x in a["axes"])
+        return _round(_reduce(op, args[0], axes), out.dtype)
+    if op == "softmax":
+        x = args[0]
+        axis = a.get("axis", 1) % x.ndim
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return _round(e / np.sum(e, axis=axis, keepdims=True), out.dtype)
+    raise IRError(f"{ins.name} = {op}: the reference interpreter has no rule for {op!r}")
+
+
+def evaluate(module: Module, inputs: dict[str, np.ndarray], keep_all: bool = False):
+    """Run ``module`` on ``inputs`` (param name -> storage array of the param's lens and dtype).
+
+    Returns the list of outputs as storage arrays (``keep_all``: also a dict of every value).
+    """
+    env: dict[str, np.ndarray] = {}
+    for ins in module.instructions:
+        if ins.op == "@param":
+            if ins.param not in inputs:
+                raise IRError(f"{ins.name}: no input given for parameter {ins.param!r}")
+            x = np.asarray(inputs[ins.param])
+            if tuple(x.shape) != ins.shape.lens:
+                raise IRError(f"{ins.name}: input for {ins.param!r} has shape {list(x.shape)}, "
+                              f"expected {list(ins.shape.lens)}")
+            env[ins.name] = to_compute(x, ins.shape.dtype)
+        elif ins.op == "@literal":
+            env[ins.name] = to_compute(np.broadcast_to(ins.literal, ins.shape.lens).astype(
+                ins.shape.dtype.np), ins.shape.dtype)
+        elif ins.op == "@return":
+            continue
+        else:
+            args = [env[i] for i in ins.inputs]
+            env[ins.name] = eval_instruction(ins, args, [module.get(i).shape.dtype for i in ins.inputs])
+    outs = [from_compute(env[n], module.get(n).shape.dtype) for n in module.returns()]
+    return (outs, env) if keep_all else outs
+
+
+def random_inputs(module: Module, seed: int = 0, low: float = -1.0, high: float = 1.0) -> dict[str, np.ndarray]:
+    """Fresh random inputs for every parameter (never zeros): floats in [low, high), ints in [-8, 8]."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in module.params():
+        s = p.shape
+        dt = s.dtype
+        if dt.name == "bool":
+            v = rng.integers(0, 2, size=s.lens).astype(np.bool_)
+        elif dt.is_float:
+            v = from_compute(rng.uniform(low, high, size=s.lens), dt)
+        else:
+            info = np.iinfo(dt.np)
+            v = rng.integers(max(info.min, -8), min(info.max, 8) + 1, size=s.lens).astype(dt.np)
+        out[p.param] = v
+    return out

@@ -1,0 +1,47 @@
+"""``mlirtrace`` command line: one module per subcommand, each with ``add_parser`` and ``run``."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module under pytest_mlirtrace.cli (each defines add_parser(subparsers) and run(args) -> int)
+COMMANDS = {
+    "show": "show",
+    "compile": "compile_cmd",
+    "tune": "tune_cmd",
+    "run": "run_cmd",
+    "fuzz": "fuzz_cmd",
+    "import-trace": "import_trace_cmd",
+    "devices": "devices_cmd",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mlirtrace", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, modname in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"pytest_mlirtrace.cli.{modname}")
+        except ModuleNotFoundError as e:
+            if e.name == f"pytest_mlirtrace.cli.{modname}":
+                continue
+            raise
+        sp = mod.add_parser(sub, name)
+        sp.set_defaults(_run=mod.run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("mlirtrace: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,12 @@
-"""Layer `tuning`."""
+"""Layer 5, ``tuning``: problem keys, quick-tuning list and full space, benchmarking, the tuning database."""
+from .database import TuningDatabase
+from .events import (BenchmarkStarted, CompileFailed, Event, FastestChosen, ModuleLowered, RunFinished,
+                     SolutionBenchmarking, SolutionFinished, SolutionsBuilt, Verified)
+from .problem_key import parse_problem_key, problem_key
+from .span import Span, mlir_hash, short_hash
+from .tuner import BenchRow, CompiledResult, Lowered, Pipeline, RunResult, TuneResult
+
+__all__ = ["TuningDatabase", "Event", "ModuleLowered", "BenchmarkStarted", "SolutionsBuilt",
+           "SolutionBenchmarking", "SolutionFinished", "CompileFailed", "FastestChosen", "Verified",
+           "RunFinished", "problem_key", "parse_problem_key", "Span", "mlir_hash", "short_hash", "Pipeline",
+           "CompiledResult", "RunResult", "TuneResult", "BenchRow", "Lowered"]

@@ -1,0 +1,60 @@
+"""The structured trace log: every pipeline event, always recorded in memory."""
+from __future__ import annotations
+
+import json
+import threading
+
+from ..tuning.events import CompileFailed, Event, ModuleLowered, SolutionFinished
+from ..tuning.span import Span
+
+
+class TraceLog:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def clear(self) -> None:
+        self.events.clear()
+
+    def of(self, kind: type) -> list:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    @property
+    def modules(self) -> list[ModuleLowered]:
+        return self.of(ModuleLowered)
+
+    @property
+    def failures(self) -> list[CompileFailed]:
+        return self.of(CompileFailed)
+
+    @property
+    def spans(self) -> list[Span]:
+        seen, out = set(), []
+        for e in self.events:
+            s = getattr(e, "span", None)
+            if isinstance(s, Span) and s.hash not in seen:
+                seen.add(s.hash)
+                out.append(s)
+        return out
+
+    def bench_table(self) -> str:
+        rows = self.of(SolutionFinished)
+        if not rows:
+            return ""
+        w = max(len(r.solution) for r in rows)
+        lines = [f"{'solution':<{w}}  {'status':<14} {'time_ms':>10} {'build_s':>8}  span"]
+        for r in rows:
+            t = f"{r.time_ms:.4f}" if r.time_ms is not None else "-"
+            lines.append(f"{r.solution:<{w}}  {r.status:<14} {t:>10} {r.build_s:>8.2f}  {r.span_hash}")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        def enc(o):
+            if isinstance(o, Span):
+                return o.to_dict()
+            return str(o)
+        return json.dumps([e.to_dict() for e in self.events], default=enc, indent=1)

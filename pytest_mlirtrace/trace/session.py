@@ -1,0 +1,49 @@
+"""A traced pipeline: what front ends (CLI, pytest fixture, fuzzer) use to compile, tune and run.
+
+It always records every event in a :class:`TraceLog` and prints the MIGraphX-style dumps the
+:class:`TraceConfig` asks for (env vars by default).
+"""
+from __future__ import annotations
+
+from ..ir import Module, parse_module
+from ..mlir import parse_mlir_module
+from ..tuning import Pipeline
+from .config import TraceConfig
+from .recorder import TraceLog
+from .text_sink import TextSink
+
+
+def load_module(source) -> tuple[Module, str | None]:
+    """A Module from IR, MIGraphX text or MLIR text; also the MLIR text when that is what was given."""
+    if isinstance(source, Module):
+        return source, None
+    text = str(source)
+    stripped = "\n".join(l for l in text.splitlines() if not l.strip().startswith("//"))
+    if "func.func" in stripped or "migraphx." in stripped:
+        return parse_mlir_module(text), text
+    return parse_module(text), None
+
+
+class TraceSession:
+    def __init__(self, device=None, *, config: TraceConfig | None = None, stream=None, log: TraceLog | None = None,
+                 **pipeline_kw):
+        self.config = config if config is not None else TraceConfig.from_env()
+        self.log = log if log is not None else TraceLog()
+        self.sink = TextSink(self.config, stream)
+        self.pipeline = Pipeline(device, listeners=[self.log, self.sink], **pipeline_kw)
+
+    @property
+    def device(self):
+        return self.pipeline.device
+
+    def compile(self, source, solution=None):
+        m, text = load_module(source)
+        return self.pipeline.compile_solution(m, solution, mlir_text=text)
+
+    def tune(self, source, **kw):
+        m, text = load_module(source)
+        return self.pipeline.tune(m, mlir_text=text, **kw)
+
+    def run(self, source, **kw):
+        m, text = load_module(source)
+        return self.pipeline.run(m, mlir_text=text, **kw)

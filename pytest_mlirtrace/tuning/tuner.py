@@ -1,0 +1,312 @@
+"""Compile, benchmark and run fused ops: the pipeline whose failures the rest of the product reports.
+
+``compile_solution`` lowers one solution and builds it; ``tune`` builds the quick-tuning list (or the
+full space) in parallel worker processes, benchmarks each built solution one at a time, checks each
+against the numpy oracle, keeps the fastest correct one and stores it in the tuning database;
+``run`` runs a module with its best known solution and checks it. Everything returns results that
+carry a :class:`Span`; nothing a kernel does (crash, hang, build error) escapes as an exception.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import codegen, ir, mlir, runtime
+from .database import TuningDatabase
+from .events import (BenchmarkStarted, CompileFailed, FastestChosen, Listener, ModuleLowered, RunFinished,
+                     SolutionBenchmarking, SolutionFinished, SolutionsBuilt, Verified, emit)
+from .problem_key import problem_key
+from .span import Span, mlir_hash
+
+FAILURES = ("build_error", "crash", "hang", "launch_error", "wrong", "lowering_error")
+
+
+@dataclass
+class Lowered:
+    """One module, lowered once: its texts, problem and key (what every solution shares)."""
+    module: ir.Module
+    module_text: str
+    mlir_text: str
+    problem: object
+    key: str
+    device: object
+
+    @property
+    def mlir_hash(self) -> str:
+        return mlir_hash(self.mlir_text)
+
+
+@dataclass
+class CompiledResult:
+    """A built (or failed) kernel for one solution, with the span back to what produced it."""
+    span: Span
+    solution: object | None
+    spec: object | None
+    status: str = "ok"
+    error: str = ""
+    build_log: str = ""
+    build_s: float = 0.0
+    job: object | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class BenchRow:
+    solution: str
+    status: str
+    time_ms: float | None
+    build_s: float
+    span_hash: str
+    detail: str = ""
+
+
+@dataclass
+class RunResult:
+    compiled: CompiledResult
+    status: str                  # ok | wrong | crash | hang | build_error | launch_error | lowering_error
+    outputs: list = field(default_factory=list)
+    expected: list = field(default_factory=list)
+    time_ms: float | None = None
+    detail: str = ""
+    seed: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class TuneResult:
+    lowered: Lowered
+    rows: list[BenchRow]
+    best: CompiledResult | None
+    best_ms: float | None
+    failures: list[CompiledResult]
+    from_database: bool = False
+    build_wall_s: float = 0.0
+    build_sum_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.best is not None
+
+
+def _inject() -> str | None:
+    return os.environ.get("MLIRTRACE_INJECT") or None
+
+
+class Pipeline:
+    """The compile/benchmark pipeline on one device, with listeners for its trace events."""
+
+    def __init__(self, device=None, *, listeners: list[Listener] | None = None, pool=None,
+                 database: TuningDatabase | None = None, timeout_s: float = 30.0, warmup: int = 1,
+                 repeats: int = 5, inject: str | None = None, seed: int = 0):
+        self.device = device if hasattr(device, "key_name") else runtime.resolve_device(device)
+        self.listeners: list[Listener] = list(listeners or [])
+        self._pool = pool
+        self.database = database if database is not None else TuningDatabase()
+        self.timeout_s = timeout_s
+        self.warmup, self.repeats = warmup, repeats
+        self.inject = inject if inject is not None else _inject()
+        self.seed = seed
+
+    # ---- plumbing -----------------------------------------------------------
+    @property
+    def pool(self):
+        if self._pool is None:
+            self._pool = runtime.get_pool(self.device)
+        return self._pool
+
+    def _emit(self, ev) -> None:
+        emit(self.listeners, ev)
+
+    def lower_module(self, module: ir.Module, mlir_text: str | None = None) -> Lowered:
+        """Texts and key of ``module``; emits the P1 dump (module + MLIR) before anything compiles."""
+        module.verify()
+        module_text = ir.print_module(module)
+        if mlir_text is None:
+            mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
+        problem = codegen.problem_of(module)
+        low = Lowered(module, module_text, mlir_text, problem, problem_key(problem, self.device), self.device)
+        self._emit(ModuleLowered(module.symbol_name(), module_text, mlir_text, low.mlir_hash, low.key))
+        return low
+
+    def _span(self, low: Lowered, solution, source: str = "", kernel_name: str = "") -> Span:
+        return Span(low.module_text, low.mlir_text, low.key, str(solution) if solution is not None else "",
+                    source, self.device.spec, kernel_name)
+
+    def _inputs(self, low: Lowered, seed: int) -> dict:
+        return ir.random_inputs(low.module, seed)
+
+    def _job(self, spec, inputs: dict, label: str):
+        arrays = codegen.pack_inputs(spec, inputs)
+        args = []
+        it = iter(arrays)
+        for b in spec.args:
+            if b.kind == "input":
+                args.append(runtime.InBuf(next(it)))
+            elif b.kind == "output":
+                args.append(runtime.OutBuf(b.storage_shape, b.storage_dtype))
+            elif b.kind == "scratch":
+                args.append(runtime.OutBuf((b.nbytes,), np.uint8))
+            elif b.kind == "scalar":
+                args.append(runtime.Scalar(b.value))
+            else:
+                raise ValueError(f"unknown kernel argument kind {b.kind!r}")
+        return runtime.KernelJob(spec.source, spec.kernel_name, args, tuple(spec.global_size),
+                                 tuple(spec.local_size) if spec.local_size else None, spec.build_options,
+                                 label=label)
+
+    def _lower(self, low: Lowered, solution, inputs: dict) -> CompiledResult:
+        try:
+            spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
+        except (codegen.LoweringError, codegen.NotApplicable) as e:
+            return CompiledResult(self._span(low, solution), solution, None, "lowering_error", str(e))
+        span = self._span(low, solution, spec.source, spec.kernel_name)
+        return CompiledResult(span, solution, spec, job=self._job(spec, inputs, str(solution)))
+
+    def _fail(self, c: CompiledResult, stage: str, mismatch: str = "") -> None:
+        self._emit(CompileFailed(c.status, stage, c.error, c.span, c.build_log, mismatch))
+
+    def _build(self, compiled: list[CompiledResult]) -> tuple[float, float]:
+        todo = [c for c in compiled if c.ok]
+        t0 = time.perf_counter()
+        results = self.pool.build([c.job for c in todo], timeout_s=self.timeout_s) if todo else []
+        wall = time.perf_counter() - t0
+        for c, r in zip(todo, results):
+            c.build_s = r.build_s
+            c.build_log = r.build_log
+            if r.status != "ok":
+                c.status, c.error = r.status, r.error
+        for c in compiled:
+            if not c.ok:
+                self._fail(c, "lower" if c.status == "lowering_error" else "build")
+        return wall, sum(c.build_s for c in compiled)
+
+    def _check(self, low: Lowered, c: CompiledResult, outputs: list, expected: list) -> str:
+        """'' when outputs match the oracle, else what differs."""
+        got = codegen.unpack_outputs(c.spec, outputs)
+        red = getattr(low.problem, "k", None) or getattr(low.problem, "reduce_len", None) or 1
+        for i, (g, e, s) in enumerate(zip(got, expected, low.module.output_shapes())):
+            mm = ir.compare(g, e, s.dtype, reduction=red)
+            if mm is not None:
+                return f"output {i}: {mm}"
+        return ""
+
+    # ---- public API ---------------------------------------------------------
+    def compile_solution(self, module: ir.Module, solution=None, *, mlir_text: str | None = None,
+                         low: Lowered | None = None) -> CompiledResult:
+        """Lower and build one solution (the default one when none is given)."""
+        low = low or self.lower_module(module, mlir_text)
+        if solution is None:
+            solution = codegen.default_solution(low.problem, self.device)
+        elif isinstance(solution, str):
+            solution = codegen.parse_solution(low.problem, solution)
+        c = self._lower(low, solution, self._inputs(low, self.seed))
+        self._build([c])
+        return c
+
+    def tune(self, module: ir.Module, *, mode: str = "quick", mlir_text: str | None = None,
+             use_database: bool = True, solutions: list | None = None, progress=None) -> TuneResult:
+        """Benchmark the quick list (``mode="quick"``) or the full space (``"exhaustive"``)."""
+        low = self.lower_module(module, mlir_text)
+        if solutions is None:
+            if use_database:
+                hit = self.database.lookup(low.key, self.device.spec)
+                if hit is not None and hit.get("mlir_hash") in (None, low.mlir_hash):
+                    try:
+                        solutions = [codegen.parse_solution(low.problem, hit["solution"])]
+                    except codegen.SolutionError:
+                        solutions = None
+            from_db = solutions is not None
+            if solutions is None:
+                pick = codegen.space if mode == "exhaustive" else codegen.quick_list
+                solutions = pick(low.problem, self.device)
+        else:
+            from_db = False
+            solutions = [codegen.parse_solution(low.problem, s) if isinstance(s, str) else s for s in solutions]
+        self._emit(BenchmarkStarted("gpu::mlir_op", low.key, len(solutions), low.mlir_hash, from_db))
+
+        inputs = self._inputs(low, self.seed)
+        expected = ir.evaluate(low.module, inputs)
+        compiled = [self._lower(low, s, inputs) for s in solutions]
+        wall, total = self._build(compiled)
+        self._emit(SolutionsBuilt(sum(c.ok for c in compiled), sum(not c.ok for c in compiled), wall, total))
+
+        rows: list[BenchRow] = []
+        best, best_ms = None, None
+        for n, c in enumerate(compiled):
+            self._emit(SolutionBenchmarking(low.key, c.span.solution, c.span.hash, low.mlir_hash))
+            t = None
+            if c.ok:
+                r = self.pool.run(c.job, warmup=self.warmup, repeats=self.repeats, timeout_s=self.timeout_s)
+                if r.status != "ok":
+                    c.status, c.error = r.status, r.error
+                    self._fail(c, "benchmark")
+                else:
+                    diff = self._check(low, c, r.outputs, expected)
+                    if diff:
+                        c.status, c.error = "wrong", diff.split("\n")[0]
+                        self._fail(c, "benchmark", diff)
+                    else:
+                        t = r.median_ms
+                        if best_ms is None or t < best_ms:
+                            best, best_ms = c, t
+            rows.append(BenchRow(c.span.solution, c.status, t, c.build_s, c.span.hash, c.error))
+            self._emit(SolutionFinished(c.span.solution, c.status, t, c.span.hash, c.build_s, c.error))
+            if progress is not None:
+                progress(n + 1, len(compiled), rows[-1])
+        failures = [c for c in compiled if not c.ok]
+        if best is not None:
+            self._emit(FastestChosen(low.key, best.span.solution, best_ms, best.span.hash))
+            self._emit(Verified(best.span.solution, True, "matches the numpy oracle", best.span.hash))
+            if not from_db and self.inject is None:
+                self.database.store(low.key, self.device.spec, best.span.solution, best_ms,
+                                    mlir_hash=low.mlir_hash, symbol=module.symbol_name())
+        return TuneResult(low, rows, best, best_ms, failures, from_db, wall, total)
+
+    def best_known(self, low: Lowered):
+        hit = self.database.lookup(low.key, self.device.spec)
+        if hit is not None:
+            try:
+                return codegen.parse_solution(low.problem, hit["solution"]), "tuning database"
+            except codegen.SolutionError:
+                pass
+        return codegen.default_solution(low.problem, self.device), "default (not tuned)"
+
+    def run(self, module: ir.Module, *, solution=None, inputs: dict | None = None, seed: int | None = None,
+            mlir_text: str | None = None, repeats: int = 1) -> RunResult:
+        """Compile with ``solution`` (else the best known one), run on random inputs, check against the oracle."""
+        seed = self.seed if seed is None else seed
+        low = self.lower_module(module, mlir_text)
+        if solution is None:
+            solution, _ = self.best_known(low)
+        elif isinstance(solution, str):
+            solution = codegen.parse_solution(low.problem, solution)
+        inputs = inputs if inputs is not None else self._inputs(low, seed)
+        expected = ir.evaluate(low.module, inputs)
+        c = self._lower(low, solution, inputs)
+        self._build([c])
+        res = RunResult(c, c.status, expected=expected, detail=c.error, seed=seed)
+        if c.ok:
+            r = self.pool.run(c.job, warmup=0 if repeats == 1 else 1, repeats=repeats, timeout_s=self.timeout_s)
+            if r.status != "ok":
+                c.status, c.error = r.status, r.error
+                res.status, res.detail = r.status, r.error
+                self._fail(c, "run")
+            else:
+                res.outputs = codegen.unpack_outputs(c.spec, r.outputs)
+                res.time_ms = r.median_ms
+                diff = self._check(low, c, r.outputs, expected)
+                if diff:
+                    c.status, c.error = "wrong", diff
+                    res.status, res.detail = "wrong", diff
+                    self._fail(c, "run", diff)
+        self._emit(RunFinished(c.span.solution, res.ok, res.time_ms, res.detail, c.span.hash))
+        return res

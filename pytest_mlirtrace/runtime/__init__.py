@@ -1,1 +1,18 @@
-"""Layer `runtime`."""
+"""OpenCL runtime layer: devices, kernel jobs, isolated worker processes.
+
+Imports nothing from the rest of ``pytest_mlirtrace``.  Nothing here imports
+pyopencl in the calling process: all OpenCL work happens in worker processes
+(see :mod:`.pool`), so a driver crash, a segfaulting kernel or an endless loop
+becomes a :class:`JobResult` instead of a dead test run.
+"""
+
+from .device import DeviceError, DeviceInfo, list_devices, resolve_device
+from .job import InBuf, JobResult, KernelJob, LocalMem, OutBuf, Scalar, program_key
+from .pocl_fix import ensure_opencl_env
+from .pool import WorkerPool, close_all_pools, get_pool
+
+__all__ = [
+    "DeviceError", "DeviceInfo", "list_devices", "resolve_device",
+    "InBuf", "OutBuf", "Scalar", "LocalMem", "KernelJob", "JobResult", "program_key",
+    "ensure_opencl_env", "WorkerPool", "get_pool", "close_all_pools",
+]

@@ -13,15 +13,19 @@ from .recorder import TraceLog
 from .text_sink import TextSink
 
 
-def load_module(source) -> tuple[Module, str | None]:
+def is_mlir(text: str) -> bool:
+    body = "\n".join(l for l in text.splitlines() if not l.strip().startswith("//"))
+    return "func.func" in body or "migraphx." in body
+
+
+def load_module(source, name: str = "<text>") -> tuple[Module, str | None]:
     """A Module from IR, MIGraphX text or MLIR text; also the MLIR text when that is what was given."""
     if isinstance(source, Module):
         return source, None
     text = str(source)
-    stripped = "\n".join(l for l in text.splitlines() if not l.strip().startswith("//"))
-    if "func.func" in stripped or "migraphx." in stripped:
-        return parse_mlir_module(text), text
-    return parse_module(text), None
+    if is_mlir(text):
+        return parse_mlir_module(text, source=name), text
+    return parse_module(text, source=name), None
 
 
 class TraceSession:

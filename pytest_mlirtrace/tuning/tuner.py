@@ -113,7 +113,7 @@ class Pipeline:
         self.database = database if database is not None else TuningDatabase()
         self.timeout_s = timeout_s
         self.warmup, self.repeats = warmup, repeats
-        self.inject = inject if inject is not None else _inject()
+        self.inject = (inject if inject is not None else _inject()) or None
         self.seed = seed
 
     # ---- plumbing -----------------------------------------------------------

@@ -1,0 +1,83 @@
+"""Shared bits of the subcommands: reading a module file, device/trace options, errors, progress."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+class CLIError(Exception):
+    """A user error: printed as ``mlirtrace: <message>`` with exit status 2."""
+
+
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default=None,
+                   help="OpenCL device: pocl (default, embedded CPU), nvidia, gpu, cpu, P:D, or a name substring "
+                        "(env MLIRTRACE_DEVICE)")
+    p.add_argument("--trace", type=int, default=None, metavar="LEVEL",
+                   help="set MIGRAPHX_TRACE_MLIR and MIGRAPHX_TRACE_BENCHMARKING to LEVEL (0-3)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds before a kernel counts as hung (30)")
+
+
+def read_source(path: str):
+    """(Module, MLIR text or None) from a MIGraphX-text or MLIR file, with file:line errors."""
+    from ..trace import load_module
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise CLIError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        return load_module(text, path)
+    except ValueError as e:
+        msg = str(e)
+        raise CLIError(msg if msg.startswith(path) else f"{path}: {msg}") from None
+
+
+def session(args, **kw):
+    from ..runtime import DeviceError
+    from ..trace import TraceConfig, TraceSession
+
+    config = TraceConfig.from_level(args.trace) if getattr(args, "trace", None) is not None else TraceConfig.from_env()
+    try:
+        return TraceSession(args.device, config=config, timeout_s=args.timeout, **kw)
+    except DeviceError as e:
+        raise CLIError(str(e)) from None
+
+
+class Progress:
+    """A one-line progress bar on a TTY (stderr), periodic lines otherwise."""
+
+    def __init__(self, total: int, label: str, stream=None, every_s: float = 5.0):
+        self.total, self.label = total, label
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        self.t0 = self.last = time.monotonic()
+        self.every_s = every_s
+
+    def __call__(self, done: int, total: int | None = None, row=None) -> None:
+        total = total or self.total
+        now = time.monotonic()
+        if self.tty:
+            width = 30
+            fill = int(width * done / max(total, 1))
+            extra = f" {row.solution} {row.status}" if row is not None else ""
+            self.stream.write(f"\r{self.label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} "
+                              f"{now - self.t0:5.1f}s{extra[:40]:<40}")
+            if done >= total:
+                self.stream.write("\n")
+            self.stream.flush()
+        elif now - self.last >= self.every_s or done >= total:
+            self.last = now
+            self.stream.write(f"{self.label}: {done}/{total} ({now - self.t0:.1f}s)\n")
+            self.stream.flush()
+
+
+def run_guarded(fn, args) -> int:
+    try:
+        return fn(args)
+    except CLIError as e:
+        print(f"mlirtrace: {e}", file=sys.stderr)
+        return 2

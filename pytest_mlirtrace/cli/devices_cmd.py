@@ -1,0 +1,15 @@
+"""``mlirtrace devices``: the OpenCL devices mlirtrace can use."""
+from __future__ import annotations
+
+
+def add_parser(sub, name):
+    return sub.add_parser(name, help="list OpenCL devices", description="List the OpenCL devices and their specs.")
+
+
+def run(args) -> int:
+    from ..runtime import list_devices
+
+    for d in list_devices():
+        print(f"{d.spec:<16} {d.kind:<4} {d.name} [{d.platform}] cu={d.compute_units} "
+              f"wg={d.max_work_group_size} local={d.local_mem_size // 1024}KiB key={d.key_name}")
+    return 0

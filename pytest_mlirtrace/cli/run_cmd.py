@@ -1,0 +1,41 @@
+"""``mlirtrace run FILE``: compile with the best known solution, run, check against the oracle."""
+from __future__ import annotations
+
+from .common import CLIError, add_device_options, read_source, run_guarded, session
+
+
+def add_parser(sub, name):
+    p = sub.add_parser(name, help="run a fused op with its best known solution and check it",
+                       description="Compile FILE with the best known solution (tuning database, else the "
+                                   "default), run it on random inputs and compare with the numpy oracle.")
+    p.add_argument("file")
+    p.add_argument("--solution", "-s", default=None, help="use this perf config instead")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--repeats", type=int, default=1, help="timed runs (median reported)")
+    add_device_options(p)
+    return p
+
+
+def _run(args) -> int:
+    from ..codegen import SolutionError
+
+    module, mlir_text = read_source(args.file)
+    s = session(args)
+    try:
+        r = s.pipeline.run(module, solution=args.solution, seed=args.seed, mlir_text=mlir_text,
+                           repeats=args.repeats)
+    except SolutionError as e:
+        raise CLIError(f"bad solution {args.solution!r}: {e}") from None
+    sp = r.compiled.span
+    print(f"problem:  {sp.problem_key}")
+    print(f"solution: {sp.solution}")
+    print(f"span:     {sp.hash}")
+    if r.ok:
+        print(f"ok: matches the numpy oracle ({r.time_ms:.4f}ms)")
+        return 0
+    print(f"FAILED ({r.status}): {r.detail}")
+    return 1
+
+
+def run(args) -> int:
+    return run_guarded(_run, args)

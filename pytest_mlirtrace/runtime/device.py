@@ -1,0 +1,191 @@
+"""OpenCL device descriptions and device-spec resolution.
+
+Devices are enumerated in a subprocess (the worker script in ``--list``
+mode), so that a crashing driver cannot take the calling process down; the
+result is cached per process.  This module imports only the standard library
+(the worker processes load it by file path).
+
+Device specs (``--device`` / ``MLIRTRACE_DEVICE``):
+  ``pocl`` / ``pocl-cpu`` (default)  PoCL's CPU device
+  ``nvidia``                         first device of an NVIDIA platform
+  ``gpu`` / ``cpu``                  first GPU / CPU device
+  ``N``                              N-th device in :func:`list_devices` order
+  ``P:D``                            platform P, device D (the canonical spec)
+  a key name (``nvidia-h200``) or any substring of the device name
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass, field, fields
+
+__all__ = [
+    "DeviceInfo", "DeviceError", "list_devices", "resolve_device", "match_spec",
+    "make_key_name", "default_device_spec", "DEFAULT_SPEC", "ENV_DEVICE",
+]
+
+ENV_DEVICE = "MLIRTRACE_DEVICE"
+DEFAULT_SPEC = "pocl-cpu"
+POCL_PLATFORM = "Portable Computing Language"
+
+
+class DeviceError(Exception):
+    """No device matches a spec, or devices cannot be enumerated."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    spec: str                     # canonical "P:D"
+    name: str
+    platform: str
+    kind: str                     # "cpu" | "gpu" | "accelerator" | "other"
+    vendor: str
+    max_work_group_size: int
+    local_mem_size: int
+    compute_units: int
+    has_fp16: bool
+    has_fp64: bool
+    key_name: str                 # arch token for problem keys, e.g. "pocl-cpu"
+    opencl_version: str           # "3.0"
+    platform_index: int = 0
+    device_index: int = 0
+    device_version: str = ""      # full CL_DEVICE_VERSION
+    driver_version: str = ""
+    global_mem_size: int = 0
+    max_work_item_sizes: tuple = ()
+    max_mem_alloc_size: int = 0
+    extensions: tuple = field(default=(), repr=False)
+
+    @property
+    def is_pocl(self) -> bool:
+        return self.platform == POCL_PLATFORM or "pocl" in self.device_version.lower()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DeviceInfo":
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        for k in ("max_work_item_sizes", "extensions"):
+            if k in kw:
+                kw[k] = tuple(kw[k])
+        return cls(**kw)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        return f"{self.spec}  {self.key_name:<16} {self.name} ({self.platform}, {self.kind})"
+
+
+def make_key_name(name: str, platform: str, kind: str, device_version: str = "") -> str:
+    """Short lowercase-dashed arch token used in problem keys."""
+    if kind == "cpu" and (platform == POCL_PLATFORM or "pocl" in device_version.lower()):
+        return "pocl-cpu"
+    s = re.sub(r"\((r|tm)\)", "", name.strip().lower())
+    s = re.sub(r"[^a-z0-9]+", "-", s).strip("-")
+    return s or "device"
+
+
+def default_device_spec(spec: str | None = None) -> str:
+    if spec is None or not str(spec).strip():
+        spec = os.environ.get(ENV_DEVICE, "").strip() or DEFAULT_SPEC
+    return str(spec).strip()
+
+
+def match_spec(devices: list[DeviceInfo], spec: str) -> DeviceInfo:
+    """Pick the device *spec* names from *devices* (pure function)."""
+    s = spec.strip().lower()
+    if not devices:
+        raise DeviceError(f"no OpenCL devices found (looking for {spec!r})")
+
+    def first(pred, what):
+        for d in devices:
+            if pred(d):
+                return d
+        raise DeviceError(f"no {what} device (spec {spec!r}); available:\n"
+                          + _listing(devices))
+
+    if s in ("pocl", "pocl-cpu", "pocl_cpu"):
+        return first(lambda d: d.is_pocl and d.kind == "cpu", "PoCL CPU")
+    if s == "nvidia":
+        return first(lambda d: "nvidia" in (d.platform + " " + d.vendor).lower(), "NVIDIA")
+    if s in ("gpu", "cpu"):
+        return first(lambda d: d.kind == s, s.upper())
+    m = re.fullmatch(r"(\d+):(\d+)", s)
+    if m:
+        p, i = int(m.group(1)), int(m.group(2))
+        return first(lambda d: (d.platform_index, d.device_index) == (p, i), f"platform {p} device {i}")
+    if re.fullmatch(r"\d+", s):
+        n = int(s)
+        if n < len(devices):
+            return devices[n]
+        raise DeviceError(f"device index {n} out of range; available:\n" + _listing(devices))
+    for d in devices:
+        if d.key_name == s or d.spec == s:
+            return d
+    for d in devices:
+        if s in d.name.lower():
+            return d
+    for d in devices:
+        if s in d.platform.lower():
+            return d
+    raise DeviceError(f"unknown device spec {spec!r}; available devices:\n" + _listing(devices))
+
+
+def _listing(devices: list[DeviceInfo]) -> str:
+    return "\n".join("  " + d.describe() for d in devices) or "  (none)"
+
+
+# ---------------------------------------------------------- enumeration ---
+
+_lock = threading.Lock()
+_cache: list[DeviceInfo] | None = None
+
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+
+
+def _remember(devs: list[DeviceInfo]) -> None:
+    global _cache
+    with _lock:
+        _cache = list(devs)
+
+
+def list_devices(refresh: bool = False, timeout_s: float = 120.0) -> list[DeviceInfo]:
+    """All OpenCL devices, enumerated in a subprocess (cached per process)."""
+    global _cache
+    with _lock:
+        if _cache is not None and not refresh:
+            return list(_cache)
+    env = dict(os.environ)
+    try:
+        cp = subprocess.run([sys.executable, WORKER_SCRIPT, "--list"],
+                            capture_output=True, text=True, timeout=timeout_s,
+                            stdin=subprocess.DEVNULL, env=env)
+    except subprocess.TimeoutExpired as e:
+        raise DeviceError(f"device enumeration timed out after {timeout_s} s") from e
+    if cp.returncode != 0:
+        sig = f" (signal {-cp.returncode})" if cp.returncode < 0 else ""
+        raise DeviceError(f"device enumeration failed with status {cp.returncode}{sig}:\n"
+                          + cp.stderr[-4000:])
+    payload = None
+    for line in cp.stdout.splitlines():
+        if line.startswith("MLIRTRACE_DEVICES="):
+            payload = json.loads(line.split("=", 1)[1])
+    if payload is None:
+        raise DeviceError("device enumeration printed nothing:\n" + cp.stderr[-4000:])
+    if payload.get("error"):
+        raise DeviceError(f"device enumeration failed: {payload['error']}")
+    devs = [DeviceInfo.from_dict(d) for d in payload["devices"]]
+    _remember(devs)
+    return list(devs)
+
+
+def resolve_device(spec: str | None = None) -> DeviceInfo:
+    """Device for *spec* (None: ``$MLIRTRACE_DEVICE`` or ``pocl-cpu``)."""
+    if isinstance(spec, DeviceInfo):
+        return spec
+    return match_spec(list_devices(), default_device_spec(spec))

@@ -1,0 +1,178 @@
+"""Kernel jobs (what to build and launch) and their results."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+__all__ = [
+    "InBuf", "OutBuf", "Scalar", "LocalMem", "KernelArg",
+    "KernelJob", "JobResult", "program_key", "STATUSES",
+]
+
+STATUSES = ("ok", "build_error", "crash", "hang", "launch_error")
+
+
+@dataclass
+class InBuf:
+    """A global buffer initialised from *array* (copied to the device, read-only)."""
+    array: np.ndarray
+
+    def __post_init__(self):
+        self.array = np.ascontiguousarray(self.array)
+
+
+@dataclass
+class OutBuf:
+    """A global output buffer, read back after the launch.
+
+    ``fill`` (a number) initialises it before every launch; with ``None`` the
+    device memory is left uninitialised (fastest, but contents are garbage
+    where the kernel does not write).
+    """
+    shape: tuple[int, ...]
+    dtype: Any
+    fill: Any = None
+
+    def __post_init__(self):
+        if isinstance(self.shape, (int, np.integer)):
+            self.shape = (int(self.shape),)
+        self.shape = tuple(int(s) for s in self.shape)
+        self.dtype = np.dtype(self.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return int(math.prod(self.shape)) * self.dtype.itemsize
+
+
+@dataclass
+class Scalar:
+    """A by-value kernel argument; ``value`` must be a numpy scalar
+    (``np.int32(3)``) unless ``dtype`` is given."""
+    value: Any
+    dtype: Any = None
+
+    def __post_init__(self):
+        if self.dtype is not None:
+            self.value = np.dtype(self.dtype).type(self.value)
+        elif not isinstance(self.value, np.generic):
+            raise TypeError(
+                f"Scalar({self.value!r}): pass a numpy scalar such as np.int32(...) "
+                "or give dtype=, OpenCL needs the exact width")
+        self.dtype = self.value.dtype
+
+
+@dataclass
+class LocalMem:
+    """A ``__local`` pointer argument of *nbytes* bytes."""
+    nbytes: int
+
+
+KernelArg = Union[InBuf, OutBuf, Scalar, LocalMem]
+
+
+def program_key(source: str, build_options: str = "") -> str:
+    """Cache key of a built program (source + options)."""
+    h = hashlib.sha256()
+    h.update(build_options.encode())
+    h.update(b"\x00")
+    h.update(source.encode())
+    return h.hexdigest()[:32]
+
+
+@dataclass
+class KernelJob:
+    source: str
+    kernel_name: str
+    args: list = field(default_factory=list)
+    global_size: tuple[int, ...] = (1,)
+    local_size: tuple[int, ...] | None = None
+    build_options: str = ""
+    label: str = ""
+
+    def __post_init__(self):
+        if isinstance(self.global_size, (int, np.integer)):
+            self.global_size = (int(self.global_size),)
+        self.global_size = tuple(int(g) for g in self.global_size)
+        if self.local_size is not None:
+            if isinstance(self.local_size, (int, np.integer)):
+                self.local_size = (int(self.local_size),)
+            self.local_size = tuple(int(x) for x in self.local_size)
+        for a in self.args:
+            if not isinstance(a, (InBuf, OutBuf, Scalar, LocalMem)):
+                raise TypeError(f"kernel argument {a!r}: use InBuf/OutBuf/Scalar/LocalMem")
+
+    @property
+    def key(self) -> str:
+        """Program cache key (source + build options; not the launch)."""
+        return program_key(self.source, self.build_options)
+
+    @property
+    def out_bufs(self) -> list[OutBuf]:
+        return [a for a in self.args if isinstance(a, OutBuf)]
+
+    def describe(self) -> str:
+        s = f"kernel '{self.kernel_name}'"
+        if self.label:
+            s += f" [{self.label}]"
+        return s
+
+    # plain-data form sent to the worker process (no package imports there)
+    def to_wire(self) -> dict:
+        args = []
+        for a in self.args:
+            if isinstance(a, InBuf):
+                args.append(("in", a.array))
+            elif isinstance(a, OutBuf):
+                args.append(("out", a.shape, a.dtype.str, a.fill))
+            elif isinstance(a, Scalar):
+                args.append(("scalar", a.value))
+            else:
+                args.append(("local", int(a.nbytes)))
+        return {"key": self.key, "source": self.source, "options": self.build_options,
+                "kernel": self.kernel_name, "args": args,
+                "global": self.global_size, "local": self.local_size}
+
+
+@dataclass
+class JobResult:
+    status: str
+    outputs: list = field(default_factory=list)
+    times_ms: list = field(default_factory=list)
+    build_log: str = ""
+    error: str = ""
+    signal: int | None = None
+    build_s: float = 0.0
+    wall_s: float = 0.0
+    stderr: str = ""            # tail of the worker's stderr (crash/hang)
+    label: str = ""
+    key: str = ""               # program key
+    cached: bool = False        # program was already built in that worker
+    worker_pid: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def median_ms(self) -> float:
+        return float(statistics.median(self.times_ms)) if self.times_ms else math.nan
+
+    @property
+    def min_ms(self) -> float:
+        return float(min(self.times_ms)) if self.times_ms else math.nan
+
+    @property
+    def first_line(self) -> str:
+        return self.error.splitlines()[0] if self.error else ""
+
+    def __repr__(self) -> str:  # keep arrays out of reprs in test reports
+        extra = f", error={self.first_line!r}" if self.error else ""
+        t = f", median_ms={self.median_ms:.4g}" if self.times_ms else ""
+        return (f"JobResult(status={self.status!r}, outputs={len(self.outputs)}"
+                f"{t}, build_s={self.build_s:.3f}{extra})")

@@ -1,0 +1,574 @@
+"""Make the pip PoCL CPU device (and an ICD-less NVIDIA driver) usable.
+
+Why: the PoCL shipped by ``pocl-binary-distribution`` 3.0 is linked against
+LLVM 14.  On CPUs newer than LLVM 14 (e.g. AMD Zen 5, family 26)
+``llvm::sys::getHostCPUName()`` returns ``"generic"``, PoCL passes that to
+clang as ``-target-cpu`` and every build fails with
+``error: unknown target CPU 'generic'``.
+
+What: we write a patched copy of the bundled ``libpocl-*.so`` into a cache
+directory in which ``getHostCPUName`` is replaced by ``return "x86-64-vN"``
+(the best micro-architecture level the host supports, using a string that
+already lives in the library's rodata), and point the OpenCL ICD loader at
+it (``OCL_ICD_VENDORS`` plus ``PYOPENCL_HOME``, see :func:`ensure_opencl_env`).
+
+The patch is only applied when the original library really reports
+``"generic"`` (asked once, in a subprocess, cached on disk).  Opt out with
+``MLIRTRACE_NO_POCL_FIX=1``.
+
+This module must stay importable on its own (the worker processes load it
+by file path), so it imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+
+__all__ = [
+    "ensure_opencl_env",
+    "cache_dir",
+    "find_bundled_libpocl",
+    "find_patch_site",
+    "patch_libpocl_bytes",
+    "choose_cpu_name",
+    "host_cpu_flags",
+    "PatchSite",
+    "PatchError",
+    "ElfImage",
+    "fix_state",
+]
+
+# pocl_get_llvm_cpu_name: push rbp; push rbx; sub rsp,8; call rel32
+POCL_FUNC_SIG = bytes.fromhex("5553 4883ec08 e8".replace(" ", ""))
+# rest of pocl_get_llvm_cpu_name after the call: mov rbp,rax; mov rbx,rdx
+POCL_FUNC_TAIL = bytes.fromhex("4889c5 4889d3".replace(" ", ""))
+# llvm::sys::getHostCPUName: xor eax,eax; mov rsi,rbx; cpuid
+HOST_CPU_SIG = bytes.fromhex("31c0 4889de 0fa2".replace(" ", ""))
+# our replacement starts with "lea rax,[rip+disp32]"
+PATCH_PREFIX = b"\x48\x8d\x05"
+SYMBOL = b"pocl_get_llvm_cpu_name"
+
+CPU_LEVELS = (
+    ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
+    ("x86-64-v3", ("avx2", "fma", "bmi1", "bmi2", "movbe", "f16c")),
+    ("x86-64-v2", ("sse4_2", "popcnt", "ssse3")),
+)
+
+ENV_OPT_OUT = "MLIRTRACE_NO_POCL_FIX"
+ENV_CACHE = "MLIRTRACE_CACHE_DIR"
+# original values, remembered so that child processes merge the *user's*
+# ICDs and not ours a second time
+ENV_ORIG_VENDORS = "MLIRTRACE_ORIG_OCL_ICD_VENDORS"
+ENV_PYOPENCL_HOME = "MLIRTRACE_PYOPENCL_HOME"
+_UNSET = "<unset>"
+
+NVIDIA_LIB = "libnvidia-opencl.so.1"
+NVIDIA_DIRS = (
+    "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu",
+    "/lib64", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
+    "/usr/lib/wsl/lib", "/usr/local/cuda/lib64",
+)
+
+
+class PatchError(Exception):
+    """The library does not look like the one we know how to patch."""
+
+
+# ---------------------------------------------------------------- ELF -----
+
+class ElfImage:
+    """Just enough of a little-endian ELF64 reader for our purpose."""
+
+    def __init__(self, data: bytes):
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise PatchError("not a little-endian ELF64 file")
+        self.data = data
+        (self.e_phoff, self.e_shoff) = struct.unpack_from("<QQ", data, 0x20)
+        (self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
+         self.e_shstrndx) = struct.unpack_from("<HHHHH", data, 0x36)
+        self.loads = []  # (offset, vaddr, filesz, flags)
+        for i in range(self.e_phnum):
+            o = self.e_phoff + i * self.e_phentsize
+            p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz = struct.unpack_from(
+                "<IIQQQQ", data, o)
+            if p_type == 1:  # PT_LOAD
+                self.loads.append((p_offset, p_vaddr, p_filesz, p_flags))
+
+    def vaddr_to_offset(self, vaddr: int) -> int:
+        for off, va, sz, _fl in self.loads:
+            if va <= vaddr < va + sz:
+                return vaddr - va + off
+        raise PatchError(f"address {vaddr:#x} not in a loaded segment")
+
+    def offset_to_vaddr(self, offset: int) -> int:
+        for off, va, sz, _fl in self.loads:
+            if off <= offset < off + sz:
+                return offset - off + va
+        raise PatchError(f"file offset {offset:#x} not in a loaded segment")
+
+    def is_exec_offset(self, offset: int) -> bool:
+        return any(off <= offset < off + sz and fl & 1 for off, _va, sz, fl in self.loads)
+
+    def _sections(self):
+        d = self.data
+        for i in range(self.e_shnum):
+            o = self.e_shoff + i * self.e_shentsize
+            (sh_name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, _info,
+             _align, sh_entsize) = struct.unpack_from("<IIQQQQIIQQ", d, o)
+            yield sh_type, sh_offset, sh_size, sh_link, sh_entsize
+
+    def dynamic_symbol(self, name: bytes) -> int | None:
+        """Virtual address of an exported symbol, or None."""
+        if not self.e_shoff or not self.e_shnum:
+            return None
+        secs = list(self._sections())
+        for sh_type, off, size, link, entsize in secs:
+            if sh_type != 11 or not entsize:  # SHT_DYNSYM
+                continue
+            str_off = secs[link][1]
+            for j in range(size // entsize):
+                st_name, _info, _other, shndx, value, _sz = struct.unpack_from(
+                    "<IBBHQQ", self.data, off + j * entsize)
+                if shndx == 0 or not value:
+                    continue
+                start = str_off + st_name
+                if self.data[start:start + len(name) + 1] == name + b"\x00":
+                    return value
+        return None
+
+
+@dataclass(frozen=True)
+class PatchSite:
+    func_offset: int     # file offset of pocl_get_llvm_cpu_name
+    target_offset: int   # file offset of llvm::sys::getHostCPUName
+    target_vaddr: int
+    already_patched: bool
+
+
+def _call_target(elf: ElfImage, func_off: int) -> tuple[int, int]:
+    rel = struct.unpack_from("<i", elf.data, func_off + 7)[0]
+    func_va = elf.offset_to_vaddr(func_off)
+    target_va = func_va + 11 + rel
+    return target_va, elf.vaddr_to_offset(target_va)
+
+
+def _looks_patched(data: bytes, off: int) -> bool:
+    return (data[off:off + 3] == PATCH_PREFIX and data[off + 7] == 0xBA
+            and data[off + 12] == 0xC3)
+
+
+def find_patch_site(data: bytes) -> PatchSite:
+    """Locate getHostCPUName through the call in pocl_get_llvm_cpu_name.
+
+    The exported symbol is looked up in .dynsym; if that fails, the function
+    prologue is searched for as a byte pattern.  Raises PatchError when the
+    signatures do not match.
+    """
+    elf = ElfImage(data)
+    candidates = []
+    va = elf.dynamic_symbol(SYMBOL)
+    if va is not None:
+        candidates.append(elf.vaddr_to_offset(va))
+    else:  # no section headers: pattern search in executable segments
+        pat = POCL_FUNC_SIG
+        pos = data.find(pat)
+        while pos >= 0:
+            if (data[pos + 11:pos + 11 + len(POCL_FUNC_TAIL)] == POCL_FUNC_TAIL
+                    and elf.is_exec_offset(pos)):
+                candidates.append(pos)
+            pos = data.find(pat, pos + 1)
+    for func_off in candidates:
+        if data[func_off:func_off + len(POCL_FUNC_SIG)] != POCL_FUNC_SIG:
+            continue
+        try:
+            target_va, target_off = _call_target(elf, func_off)
+        except PatchError:
+            continue
+        if not elf.is_exec_offset(target_off):
+            continue
+        if data[target_off:target_off + len(HOST_CPU_SIG)] == HOST_CPU_SIG:
+            return PatchSite(func_off, target_off, target_va, False)
+        if _looks_patched(data, target_off):
+            return PatchSite(func_off, target_off, target_va, True)
+    raise PatchError("pocl_get_llvm_cpu_name / getHostCPUName signature not found")
+
+
+def patch_libpocl_bytes(data: bytes, cpu_name: str) -> bytes:
+    """Return a copy of libpocl with getHostCPUName returning *cpu_name*."""
+    site = find_patch_site(data)
+    if site.already_patched:
+        raise PatchError("library is already patched")
+    elf = ElfImage(data)
+    needle = b"\x00" + cpu_name.encode() + b"\x00"
+    pos = data.find(needle)
+    while pos >= 0 and elf.is_exec_offset(pos + 1):
+        pos = data.find(needle, pos + 1)
+    if pos < 0:
+        raise PatchError(f"string {cpu_name!r} not found in the library")
+    str_va = elf.offset_to_vaddr(pos + 1)
+    disp = str_va - (site.target_vaddr + 7)
+    code = (PATCH_PREFIX + struct.pack("<i", disp)          # lea rax,[rip+disp]
+            + b"\xba" + struct.pack("<I", len(cpu_name))    # mov edx,len
+            + b"\xc3")                                      # ret
+    out = bytearray(data)
+    out[site.target_offset:site.target_offset + len(code)] = code
+    return bytes(out)
+
+
+# ------------------------------------------------------------ host CPU ----
+
+def host_cpu_flags(cpuinfo_text: str | None = None) -> set[str]:
+    if cpuinfo_text is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo_text = f.read()
+        except OSError:
+            return set()
+    for line in cpuinfo_text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def _cpu_model_string() -> str:
+    fields = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                k, _, v = line.partition(":")
+                fields[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return "|".join(fields.get(k, "") for k in
+                    ("vendor_id", "cpu family", "model", "model name", "stepping"))
+
+
+def choose_cpu_name(flags: set[str]) -> str:
+    for name, need in CPU_LEVELS:
+        if all(f in flags for f in need):
+            return name
+    return "x86-64"
+
+
+# --------------------------------------------------------------- paths ----
+
+def cache_dir() -> str:
+    d = os.environ.get(ENV_CACHE) or os.path.join(os.path.expanduser("~"), ".cache",
+                                                  "mlirtrace")
+    try:
+        os.makedirs(d, exist_ok=True)
+        if os.access(d, os.W_OK):
+            return d
+    except OSError:
+        pass
+    d = os.path.join(tempfile.gettempdir(), f"mlirtrace-{os.getuid()}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _package_dir(name: str) -> str | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def find_bundled_libpocl() -> str | None:
+    """Path of the libpocl shipped inside the pyopencl wheel, if any."""
+    d = _package_dir("pyopencl")
+    if not d:
+        return None
+    libs = sorted(p for p in glob.glob(os.path.join(d, ".libs", "libpocl-*.so*"))
+                  if "patched" not in os.path.basename(p))
+    return libs[0] if libs else None
+
+
+def _lib_key(lib: str) -> str:
+    st = os.stat(lib)
+    h = hashlib.sha256(f"{os.path.realpath(lib)}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+# ----------------------------------------------------- atomic file ops ----
+
+def _atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _atomic_symlink(target: str, path: str) -> None:
+    if os.path.islink(path) and os.readlink(path) == target:
+        return
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------- decision helpers ----
+
+_QUERY_CODE = (
+    "import ctypes,sys\n"
+    "f=ctypes.CDLL(sys.argv[1]).pocl_get_llvm_cpu_name\n"
+    "f.restype=ctypes.c_char_p\n"
+    "sys.stdout.write('CPU=' + f().decode())\n"
+)
+
+
+def query_llvm_cpu_name(lib: str, timeout: float = 120.0) -> str | None:
+    """Ask *lib* (in a subprocess: it may crash) what CPU LLVM detects."""
+    try:
+        cp = subprocess.run([sys.executable, "-c", _QUERY_CODE, lib],
+                            capture_output=True, text=True, timeout=timeout,
+                            stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if cp.returncode != 0:
+        return None
+    for line in cp.stdout.splitlines():
+        if line.startswith("CPU="):
+            return line[4:].strip()
+    return None
+
+
+def _nvidia_icd_entry() -> str | None:
+    """What to write into nvidia.icd, or None when there is no driver."""
+    for d in NVIDIA_DIRS:
+        p = os.path.join(d, NVIDIA_LIB)
+        if os.path.exists(p):
+            return p
+    try:
+        found = ctypes.util.find_library("nvidia-opencl")
+    except Exception:  # pragma: no cover - find_library shells out
+        found = None
+    if found:
+        return found
+    return None
+
+
+def _read_icd_dir(path: str) -> dict[str, str]:
+    """name -> content for the ICDs that *path* (dir, .icd file or lib) names."""
+    out: dict[str, str] = {}
+    if not path:
+        return out
+    for part in path.split(os.pathsep):
+        if not part:
+            continue
+        if os.path.isdir(part):
+            for f in sorted(glob.glob(os.path.join(part, "*.icd"))):
+                try:
+                    with open(f, encoding="utf-8", errors="replace") as fh:
+                        content = fh.read().strip()
+                except OSError:
+                    continue
+                if content:
+                    out.setdefault(os.path.basename(f), content)
+        elif part.endswith(".icd") and os.path.isfile(part):
+            try:
+                with open(part, encoding="utf-8", errors="replace") as fh:
+                    content = fh.read().strip()
+            except OSError:
+                continue
+            if content:
+                out.setdefault(os.path.basename(part), content)
+        elif ".so" in os.path.basename(part) or ".dylib" in part:  # a library
+            base = os.path.basename(part)
+            out.setdefault(f"user-{hashlib.sha256(part.encode()).hexdigest()[:8]}-{base}.icd",
+                           part)
+    return out
+
+
+# -------------------------------------------------------------- public ----
+
+_lock = threading.Lock()
+_state: dict | None = None
+
+
+def fix_state() -> dict:
+    """What ensure_opencl_env() decided (for diagnostics and tests)."""
+    ensure_opencl_env(import_pyopencl=False)
+    return dict(_state or {})
+
+
+def _prepare_patched(lib: str, key: str, cpu_name: str) -> str:
+    """Create (once) <cache>/pocl-<hash>/pyopencl/.libs/libpocl-patched.so."""
+    root = os.path.join(cache_dir(), f"pocl-{key}-{cpu_name}")
+    libdir = os.path.join(root, "pyopencl", ".libs")
+    patched = os.path.join(libdir, "libpocl-patched.so")
+    marker = os.path.join(root, "ok.json")
+    pocl_dist = _package_dir("pocl_binary_distribution")
+    if pocl_dist is None:
+        raise PatchError("pocl_binary_distribution package not found")
+    info = _read_json(marker)
+    if not (info and os.path.isfile(patched)
+            and os.path.getsize(patched) == info.get("size")):
+        with open(lib, "rb") as f:
+            data = f.read()
+        new = patch_libpocl_bytes(data, cpu_name)
+        _atomic_write(patched, new, 0o755)
+        _atomic_symlink(pocl_dist, os.path.join(root, "pocl_binary_distribution"))
+        got = query_llvm_cpu_name(patched)
+        if got != cpu_name:
+            raise PatchError(f"patched library reports {got!r}, expected {cpu_name!r}")
+        _atomic_write(marker, json.dumps({"size": len(new), "cpu": cpu_name,
+                                          "source": lib}).encode())
+    else:
+        _atomic_symlink(pocl_dist, os.path.join(root, "pocl_binary_distribution"))
+    return patched
+
+
+def _decide(lib: str) -> tuple[bool, str, str]:
+    """(needed, reported cpu, key) — cached on disk by lib + cpu model."""
+    key = hashlib.sha256(f"{_lib_key(lib)}|{_cpu_model_string()}".encode()).hexdigest()[:16]
+    path = os.path.join(cache_dir(), f"pocl-decision-{key}.json")
+    got = _read_json(path)
+    if got and "reported" in got:
+        return bool(got["needed"]), got["reported"], key
+    reported = query_llvm_cpu_name(lib)
+    if reported is None:
+        return False, "?", key        # don't cache failures
+    needed = reported == "generic"
+    _atomic_write(path, json.dumps({"needed": needed, "reported": reported,
+                                    "lib": lib}).encode())
+    return needed, reported, key
+
+
+def ensure_opencl_env(import_pyopencl: bool = True) -> None:
+    """Set OCL_ICD_VENDORS / PYOPENCL_HOME so that OpenCL platforms work.
+
+    Idempotent and cheap after the first call (the decision and the patched
+    library are cached on disk).  Must run before pyopencl enumerates
+    platforms.  Importing pyopencl resets ``PYOPENCL_HOME``, so when the PoCL
+    fix is active this function imports pyopencl first and then overrides
+    it; pass ``import_pyopencl=False`` in a process that only spawns OpenCL
+    workers (the workers call this function again after their own import).
+    """
+    global _state
+    with _lock:
+        if _state is None:
+            _state = _compute_state()
+        _reapply(import_pyopencl)
+
+
+def _reapply(import_pyopencl: bool = True) -> None:
+    st = _state or {}
+    if st.get("vendors"):
+        os.environ["OCL_ICD_VENDORS"] = st["vendors"]
+    if st.get("pyopencl_home"):
+        if import_pyopencl and "pyopencl" not in sys.modules:
+            try:
+                import pyopencl  # noqa: F401  (it sets PYOPENCL_HOME on import)
+            except Exception:
+                pass
+        os.environ["PYOPENCL_HOME"] = st["pyopencl_home"]
+        os.environ[ENV_PYOPENCL_HOME] = st["pyopencl_home"]
+
+
+def _compute_state() -> dict:
+    st: dict = {"pocl_fix": False, "reason": "", "vendors": None, "pyopencl_home": None,
+                "nvidia": None, "cpu_name": None}
+    user_vendors = os.environ.get(ENV_ORIG_VENDORS)
+    if user_vendors is None:
+        user_vendors = os.environ.get("OCL_ICD_VENDORS", _UNSET)
+    if user_vendors == _UNSET:
+        system = os.environ.get("OPENCL_VENDOR_PATH") or "/etc/OpenCL/vendors"
+        icds = _read_icd_dir(system)
+    else:
+        icds = _read_icd_dir(user_vendors)
+
+    ours: dict[str, str] = {}
+    lib = find_bundled_libpocl()
+    if os.environ.get(ENV_OPT_OUT, "").strip() not in ("", "0"):
+        st["reason"] = f"disabled by {ENV_OPT_OUT}"
+    elif lib is None:
+        st["reason"] = "no bundled libpocl"
+    else:
+        try:
+            needed, reported, key = _decide(lib)
+            st["reported_cpu"] = reported
+            if not needed:
+                st["reason"] = f"not needed (LLVM reports {reported!r})"
+            else:
+                cpu = choose_cpu_name(host_cpu_flags())
+                patched = _prepare_patched(lib, key, cpu)
+                st.update(pocl_fix=True, cpu_name=cpu, patched_lib=patched,
+                          reason=f"LLVM reports 'generic'; patched to {cpu!r}",
+                          pyopencl_home=os.path.dirname(os.path.dirname(patched)))
+                ours["mlirtrace-pocl.icd"] = patched
+                base = os.path.basename(lib)
+                # the original (broken) PoCL must not be loaded next to ours
+                icds = {k: v for k, v in icds.items() if os.path.basename(v) != base}
+        except (PatchError, OSError) as e:
+            st["reason"] = f"pocl fix failed: {e}"
+
+    nv = _nvidia_icd_entry()
+    if nv and not any("nvidia-opencl" in v for v in list(icds.values()) + list(ours.values())):
+        ours["nvidia.icd"] = nv
+        st["nvidia"] = nv
+
+    if not ours:
+        return st
+    merged = dict(icds)
+    for k, v in ours.items():
+        merged[k] = v
+    # dedupe by content
+    seen, final = set(), {}
+    for k in sorted(merged):
+        if merged[k] in seen:
+            continue
+        seen.add(merged[k])
+        final[k] = merged[k]
+    h = hashlib.sha256(json.dumps(final, sort_keys=True).encode()).hexdigest()[:16]
+    vdir = os.path.join(cache_dir(), "icd", h)
+    for name, content in final.items():
+        p = os.path.join(vdir, name)
+        try:
+            with open(p, encoding="utf-8") as f:
+                if f.read().strip() == content:
+                    continue
+        except OSError:
+            pass
+        _atomic_write(p, (content + "\n").encode())
+    st["vendors"] = vdir
+    st["icds"] = final
+    os.environ.setdefault(ENV_ORIG_VENDORS, user_vendors)
+    return st

@@ -1,0 +1,693 @@
+"""A pool of persistent OpenCL worker processes.
+
+Each worker (``worker.py --serve``) owns one context + profiling queue on the
+pool's device and keeps the programs it built.  A segfault in a kernel, an
+endless kernel, or a compiler crash only costs that worker: the job gets a
+``crash``/``hang`` result and the worker is replaced.
+
+* :meth:`WorkerPool.build` builds jobs in parallel across the workers and
+  remembers which worker holds which program.
+* :meth:`WorkerPool.run` launches a job (on the worker that built it when
+  possible).  Timed runs (``warmup > 0`` or ``repeats > 1``, or
+  ``exclusive=True``) hold a per-device lock, in-process and across processes
+  (a file lock, so pytest-xdist workers don't benchmark on the same cores at
+  the same time); builds and untimed runs may overlap.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+
+from . import pocl_fix
+from .device import (DeviceError, DeviceInfo, default_device_spec, match_spec,
+                     _remember as _remember_devices)
+from . import device as _device_mod
+from .job import JobResult, KernelJob
+from .worker import FrameBuffer, encode_frame
+
+__all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT"]
+
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+STDERR_TAIL_BYTES = 64 * 1024
+ENV_NO_BENCH_FILE_LOCK = "MLIRTRACE_NO_BENCH_LOCK"
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Dead(Exception):
+    pass
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+# ----------------------------------------------------------- one worker ---
+
+class _WorkerProc:
+    _serials = itertools.count(1)
+
+    def __init__(self, spec: str, env: dict):
+        self.serial = next(self._serials)
+        self.spec = spec
+        self.proc = subprocess.Popen(
+            [sys.executable, WORKER_SCRIPT, "--serve", spec],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            bufsize=0, env=env, close_fds=True)
+        self.pid = self.proc.pid
+        self.in_fd = self.proc.stdin.fileno()
+        self.out_fd = self.proc.stdout.fileno()
+        self.frames = FrameBuffer()
+        self._tail = bytearray()
+        self._tail_lock = threading.Lock()
+        self._err = threading.Thread(target=self._drain_stderr, daemon=True,
+                                     name=f"mlirtrace-worker-{self.pid}-stderr")
+        self._err.start()
+        self.ready: dict | None = None
+        self.fatal: dict | None = None
+        self.started = time.monotonic()
+
+    # stderr is drained all the time so that a chatty worker never blocks
+    def _drain_stderr(self):
+        fd = self.proc.stderr.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            with self._tail_lock:
+                self._tail += chunk
+                if len(self._tail) > STDERR_TAIL_BYTES:
+                    del self._tail[:-STDERR_TAIL_BYTES]
+
+    def clear_tail(self):
+        with self._tail_lock:
+            self._tail.clear()
+
+    def stderr_tail(self, nbytes: int = 6000, wait_eof: float = 0.0) -> str:
+        if wait_eof:
+            self._err.join(wait_eof)
+        with self._tail_lock:
+            data = bytes(self._tail[-nbytes:])
+        return data.decode("utf-8", "replace").strip()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, obj) -> None:
+        data = memoryview(encode_frame(obj))
+        try:
+            while data:
+                n = os.write(self.in_fd, data)
+                data = data[n:]
+        except (BrokenPipeError, OSError) as e:
+            raise _Dead(str(e)) from e
+
+    def recv(self, deadline: float | None):
+        while True:
+            try:
+                return self.frames.pop()
+            except LookupError:
+                pass
+            if deadline is None:
+                wait = None
+            else:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    raise _Timeout
+            try:
+                r, _, _ = select.select([self.out_fd], [], [], wait)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                continue
+            if not r:
+                continue
+            try:
+                chunk = os.read(self.out_fd, 1 << 20)
+            except OSError as e:
+                raise _Dead(str(e)) from e
+            if not chunk:
+                raise _Dead("EOF")
+            self.frames.feed(chunk)
+
+    def wait_ready(self, timeout: float) -> dict:
+        """The worker's ready message; raises _Dead/_Timeout, or returns a fatal."""
+        if self.ready is not None:
+            return self.ready
+        if self.fatal is not None:
+            return self.fatal
+        m = self.recv(time.monotonic() + timeout)
+        if m.get("op") == "ready":
+            self.ready = m
+        else:
+            self.fatal = m
+        return m
+
+    def kill(self, grace: float = 1.0) -> int | None:
+        """SIGTERM, then SIGKILL after *grace* seconds; reap; return the exit code."""
+        p = self.proc
+        if p.poll() is None:
+            try:
+                p.terminate()
+            except OSError:
+                pass
+            try:
+                p.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
+            pass
+        self._close_pipes()
+        return p.returncode
+
+    def shutdown(self, grace: float = 1.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send({"op": "exit"})
+                self.proc.stdin.close()
+            except (_Dead, OSError):
+                pass
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill(grace=0.5)
+
+    def _close_pipes(self):
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        self._err.join(2.0)
+        try:
+            if self.proc.stderr is not None:
+                self.proc.stderr.close()
+        except OSError:
+            pass
+
+
+class _Slot:
+    """A place for one worker; the worker is replaced when it dies."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.lock = threading.Lock()
+        self.worker: _WorkerProc | None = None
+
+
+def _shutdown_slots(slots: list, grace: float = 1.0) -> None:
+    for s in slots:
+        w, s.worker = s.worker, None
+        if w is not None:
+            try:
+                w.shutdown(grace)
+            except Exception:
+                pass
+
+
+# -------------------------------------------------------- bench locking ---
+
+_bench_locks: dict[str, threading.Lock] = {}
+_bench_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def _bench_guard(key_name: str):
+    with _bench_locks_guard:
+        lk = _bench_locks.setdefault(key_name, threading.Lock())
+    with lk:
+        fh = None
+        if os.environ.get(ENV_NO_BENCH_FILE_LOCK, "") in ("", "0"):
+            try:
+                import fcntl
+                d = os.path.join(pocl_fix.cache_dir(), "locks")
+                os.makedirs(d, exist_ok=True)
+                fh = open(os.path.join(d, f"bench-{key_name}.lock"), "a+")
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            except (OSError, ImportError):
+                if fh is not None:
+                    fh.close()
+                fh = None
+        try:
+            yield
+        finally:
+            if fh is not None:
+                fh.close()   # releases the flock
+
+
+# ------------------------------------------------------------------ pool ---
+
+class WorkerPool:
+    """Persistent OpenCL worker processes for one device.
+
+    ``device``: a :class:`DeviceInfo`, a device spec string, or None
+    (``$MLIRTRACE_DEVICE`` or ``pocl-cpu``).  ``timeout_s``: per request
+    phase (build, run) before the worker is declared hung and killed.
+    """
+
+    def __init__(self, device: DeviceInfo | str | None = None, workers: int | None = None,
+                 timeout_s: float = 30.0, *, startup_timeout_s: float = 120.0,
+                 kill_grace_s: float = 1.0):
+        if workers is None:
+            workers = min(2, os.cpu_count() or 1)
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.timeout_s = float(timeout_s)
+        self.startup_timeout_s = float(startup_timeout_s)
+        self.kill_grace_s = float(kill_grace_s)
+        self._pid = os.getpid()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._where: dict[str, tuple[int, int]] = {}   # program key -> (slot, serial)
+        self._builds: dict[str, JobResult] = {}        # program key -> build result
+        self._rr = itertools.count()
+        self.stats = {"spawned": 0, "crashes": 0, "hangs": 0}
+
+        pocl_fix.ensure_opencl_env(import_pyopencl=False)
+        self._env = dict(os.environ)
+
+        if isinstance(device, DeviceInfo):
+            self.device: DeviceInfo | None = device
+            spec = device.spec
+        else:
+            want = default_device_spec(device)
+            self.device = None
+            spec = want
+            known = _device_mod._cache
+            if known is not None:
+                self.device = match_spec(known, want)   # raises DeviceError
+                spec = self.device.spec
+        self._spec = spec
+        self._slots = [_Slot(i) for i in range(workers)]
+        self._finalizer = weakref.finalize(self, _shutdown_slots, self._slots)
+        for s in self._slots:
+            self._spawn(s)
+        # wait for the first worker: it resolves the device (or says why not)
+        try:
+            self._ensure_ready(self._slots[0], raise_device_error=True)
+        except BaseException:
+            self.close()
+            raise
+
+    # --- worker management ---------------------------------------------
+    def _spawn(self, slot: _Slot) -> _WorkerProc:
+        w = _WorkerProc(self._spec, self._env)
+        slot.worker = w
+        self.stats["spawned"] += 1
+        return w
+
+    def _ensure_ready(self, slot: _Slot, raise_device_error: bool = False) -> _WorkerProc:
+        """The slot's worker, started and ready.  Raises _Dead with a message."""
+        w = slot.worker
+        if w is None:
+            w = self._spawn(slot)
+        elif w.ready is not None:
+            if w.alive():
+                return w
+            w.kill(0)           # died while idle
+            w = self._spawn(slot)
+        try:
+            m = w.wait_ready(self.startup_timeout_s)
+        except _Timeout:
+            w.kill(self.kill_grace_s)
+            slot.worker = None
+            raise _Dead(f"worker did not start within {self.startup_timeout_s:.0f} s:\n"
+                        + w.stderr_tail())
+        except _Dead:
+            rc = w.kill(0)
+            slot.worker = None
+            why = (f"killed by signal {-rc} ({_signal_name(-rc)})" if rc is not None and rc < 0
+                   else f"exited with status {rc}")
+            msg = f"worker {why} during startup"
+            tail = w.stderr_tail(wait_eof=1.0)
+            if raise_device_error:
+                raise DeviceError(msg + (":\n" + tail if tail else ""))
+            raise _Dead(msg + (":\n" + tail if tail else ""))
+        if m.get("op") != "ready":
+            w.kill(0)
+            slot.worker = None
+            if m.get("devices"):
+                _remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
+            if raise_device_error or m.get("kind") == "device":
+                raise DeviceError(m.get("error", "worker failed to start"))
+            raise _Dead(m.get("error", "worker failed to start"))
+        info = DeviceInfo.from_dict(m["device"])
+        if self.device is None:
+            self.device = info
+            _remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
+        self._spec = self.device.spec     # canonical from now on
+        return w
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("WorkerPool is closed")
+        if os.getpid() != self._pid:
+            raise RuntimeError("WorkerPool used in a forked child; create a new pool there")
+
+    @property
+    def workers(self) -> int:
+        return len(self._slots)
+
+    def worker_pids(self) -> list[int]:
+        return [s.worker.pid for s in self._slots if s.worker is not None and s.worker.alive()]
+
+    # --- one request ----------------------------------------------------
+    def _request(self, slot: _Slot, msg: dict, timeout_s: float, what: str) -> dict:
+        """Send *msg* to the slot's worker (slot lock held) and return the reply.
+
+        Crashes and timeouts come back as reply dicts with status crash/hang.
+        """
+        t0 = time.monotonic()
+        try:
+            w = self._ensure_ready(slot)
+        except _Dead as e:
+            return {"status": "crash", "error": f"{e}".splitlines()[0] + f" (for {what})",
+                    "stderr": "\n".join(f"{e}".splitlines()[1:]), "signal": None}
+        w.clear_tail()
+        phase = "building" if msg["op"] == "build" else "building/starting"
+        try:
+            w.send(msg)
+            deadline = t0 + timeout_s
+            while True:
+                r = w.recv(deadline)
+                if r.get("op") == "built":
+                    phase = "running"
+                    deadline = time.monotonic() + timeout_s
+                    continue
+                if r.get("op") == "result":
+                    r["worker_pid"] = w.pid
+                    if msg.get("key"):
+                        with self._lock:
+                            self._where[msg["key"]] = (slot.index, w.serial)
+                    return r
+        except _Timeout:
+            w.kill(self.kill_grace_s)
+            tail = w.stderr_tail(wait_eof=0.5)
+            self.stats["hangs"] += 1
+            self._replace(slot, w)
+            return {"status": "hang", "signal": None, "stderr": tail, "worker_pid": w.pid,
+                    "error": f"timed out after {timeout_s:.1f} s while {phase} {what}, "
+                             f"worker killed"}
+        except _Dead:
+            try:
+                w.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            rc = w.kill(self.kill_grace_s)
+            tail = w.stderr_tail(wait_eof=1.0)
+            self.stats["crashes"] += 1
+            self._replace(slot, w)
+            if rc is not None and rc < 0:
+                sig = -rc
+                err = f"worker killed by signal {sig} ({_signal_name(sig)}) while {phase} {what}"
+            else:
+                sig = None
+                err = f"worker exited with status {rc} while {phase} {what}"
+            return {"status": "crash", "signal": sig, "stderr": tail, "error": err,
+                    "worker_pid": w.pid}
+
+    def _replace(self, slot: _Slot, dead: _WorkerProc) -> None:
+        if slot.worker is dead:
+            slot.worker = None
+            if not self._closed:
+                self._spawn(slot)   # boots in the background
+
+    def _result(self, r: dict, job: KernelJob, wall_s: float) -> JobResult:
+        err = r.get("error", "") or ""
+        tail = r.get("stderr", "") or ""
+        if tail and r.get("status") in ("crash", "hang"):
+            err = err + "\n--- worker stderr (tail) ---\n" + tail
+        if r.get("traceback"):
+            err = err + "\n" + r["traceback"]
+        return JobResult(status=r.get("status", "crash"), outputs=r.get("outputs", []) or [],
+                         times_ms=r.get("times_ms", []) or [], build_log=r.get("build_log", ""),
+                         error=err, signal=r.get("signal"), build_s=float(r.get("build_s", 0.0)),
+                         wall_s=wall_s, stderr=tail, label=job.label, key=job.key,
+                         cached=bool(r.get("cached", False)), worker_pid=r.get("worker_pid"))
+
+    def _pick_slot(self, key: str | None) -> _Slot:
+        with self._lock:
+            loc = self._where.get(key) if key else None
+        if loc is not None:
+            s = self._slots[loc[0]]
+            if s.worker is not None and s.worker.serial == loc[1]:
+                return s
+        for s in self._slots:
+            if not s.lock.locked():
+                return s
+        return self._slots[next(self._rr) % len(self._slots)]
+
+    # --- public API -----------------------------------------------------
+    def build(self, jobs: list[KernelJob], *, timeout_s: float | None = None) -> list[JobResult]:
+        """Build all jobs, in parallel across workers.  Results in job order."""
+        self._check_open()
+        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        jobs = list(jobs)
+        results: list[JobResult | None] = [None] * len(jobs)
+        firsts: dict[str, int] = {}
+        for i, j in enumerate(jobs):
+            firsts.setdefault(j.key, i)
+        todo: deque[str] = deque()
+        done: dict[str, JobResult] = {}
+        for key, i in firsts.items():
+            prev = self._builds.get(key)
+            if prev is not None and (prev.status == "build_error" or self._held(key)):
+                done[key] = JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0})
+            else:
+                todo.append(key)
+        qlock = threading.Lock()
+        errors: list[BaseException] = []
+
+        def drain(slot: _Slot):
+            try:
+                while True:
+                    with qlock:
+                        if not todo:
+                            return
+                        key = todo.popleft()
+                    job = jobs[firsts[key]]
+                    t0 = time.monotonic()
+                    with slot.lock:
+                        r = self._request(slot, {"op": "build", "key": key, "source": job.source,
+                                                 "options": job.build_options},
+                                          timeout, job.describe())
+                    res = self._result(r, job, time.monotonic() - t0)
+                    if res.status in ("ok", "build_error"):
+                        self._remember_build(key, res)
+                    with qlock:
+                        done[key] = res
+            except BaseException as e:  # pragma: no cover - bug guard
+                errors.append(e)
+
+        n = min(len(self._slots), len(todo))
+        if n == 1:
+            drain(self._pick_slot(todo[0]))
+        elif n > 1:
+            threads = [threading.Thread(target=drain, args=(s,), daemon=True)
+                       for s in self._slots[:n]]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if errors:
+            raise errors[0]
+        for i, j in enumerate(jobs):
+            r = done[j.key]
+            if i != firsts[j.key] or (r.label != j.label):
+                r = JobResult(**{**r.__dict__, "label": j.label})
+            results[i] = r
+        return results  # type: ignore[return-value]
+
+    def _held(self, key: str) -> bool:
+        with self._lock:
+            loc = self._where.get(key)
+        if loc is None:
+            return False
+        w = self._slots[loc[0]].worker
+        return w is not None and w.serial == loc[1] and w.alive()
+
+    def _remember_build(self, key: str, res: JobResult) -> None:
+        with self._lock:
+            self._builds[key] = res
+            while len(self._builds) > 4096:
+                self._builds.pop(next(iter(self._builds)))
+
+    def run(self, job: KernelJob, *, warmup: int = 0, repeats: int = 1,
+            timeout_s: float | None = None, exclusive: bool | None = None) -> JobResult:
+        """Build (if needed) and launch *job*; outputs are the OutBufs in order.
+
+        ``times_ms`` holds one profiling-event time per repeat.  Timed runs
+        (warmup/repeats, or ``exclusive=True``) never overlap each other.
+        """
+        self._check_open()
+        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        timed = (warmup > 0 or repeats > 1) if exclusive is None else bool(exclusive)
+        msg = job.to_wire()
+        msg.update(op="run", warmup=int(warmup), repeats=int(repeats))
+        guard = _bench_guard(self._device_key()) if timed else contextlib.nullcontext()
+        with guard:
+            t0 = time.monotonic()
+            slot = self._pick_slot(job.key)
+            with slot.lock:
+                r = self._request(slot, msg, timeout, job.describe())
+            res = self._result(r, job, time.monotonic() - t0)
+        if res.status == "build_error" or (res.status == "ok" and not res.cached):
+            self._remember_build(job.key, JobResult(
+                status=res.status, build_log=res.build_log, error=res.error,
+                build_s=res.build_s, label=job.label, key=job.key))
+        return res
+
+    def run_many(self, jobs: list[KernelJob], *, warmup: int = 0, repeats: int = 1,
+                 timeout_s: float | None = None,
+                 exclusive: bool | None = None) -> list[JobResult]:
+        """Run many jobs.  Untimed: in parallel across workers.  Timed: builds
+        in parallel first, then the timed runs one after another."""
+        self._check_open()
+        jobs = list(jobs)
+        timed = (warmup > 0 or repeats > 1) if exclusive is None else bool(exclusive)
+        if timed or len(self._slots) == 1 or len(jobs) <= 1:
+            if timed and len(jobs) > 1:
+                self.build(jobs, timeout_s=timeout_s)
+            return [self.run(j, warmup=warmup, repeats=repeats, timeout_s=timeout_s,
+                             exclusive=exclusive) for j in jobs]
+        results: list[JobResult | None] = [None] * len(jobs)
+        # each slot first takes the jobs whose program it already holds
+        own: list[deque[int]] = [deque() for _ in self._slots]
+        shared: deque[int] = deque()
+        with self._lock:
+            for i, j in enumerate(jobs):
+                loc = self._where.get(j.key)
+                w = self._slots[loc[0]].worker if loc else None
+                if loc and w is not None and w.serial == loc[1]:
+                    own[loc[0]].append(i)
+                else:
+                    shared.append(i)
+        qlock = threading.Lock()
+        errors: list[BaseException] = []
+        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+
+        def take(k: int) -> int | None:
+            with qlock:
+                for q in (own[k], shared, *own):
+                    if q:
+                        return q.popleft()
+            return None
+
+        def drain(slot: _Slot):
+            try:
+                while True:
+                    i = take(slot.index)
+                    if i is None:
+                        return
+                    job = jobs[i]
+                    msg = job.to_wire()
+                    msg.update(op="run", warmup=0, repeats=int(repeats))
+                    t0 = time.monotonic()
+                    with slot.lock:
+                        r = self._request(slot, msg, timeout, job.describe())
+                    results[i] = self._result(r, job, time.monotonic() - t0)
+            except BaseException as e:  # pragma: no cover - bug guard
+                errors.append(e)
+
+        threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in self._slots]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        return results  # type: ignore[return-value]
+
+    def _device_key(self) -> str:
+        return self.device.key_name if self.device is not None else "device"
+
+    def ping(self) -> list[int]:
+        """Make sure every worker is up; return their pids."""
+        self._check_open()
+        pids = []
+        for s in self._slots:
+            with s.lock:
+                w = self._ensure_ready(s)
+                pids.append(w.pid)
+        return pids
+
+    def close(self) -> None:
+        """Stop all workers (reaped, no zombies).  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if os.getpid() != self._pid:
+            return  # forked child: the parent owns the workers
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        dev = self.device.key_name if self.device else self._spec
+        return f"<WorkerPool {dev} workers={len(self._slots)} closed={self._closed}>"
+
+
+# ------------------------------------------------------- default pools ---
+
+_pools: dict[str, WorkerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def get_pool(device: DeviceInfo | str | None = None, **kwargs) -> WorkerPool:
+    """A process-wide pool for *device*, created on first use and reused."""
+    key = device.spec if isinstance(device, DeviceInfo) else default_device_spec(device)
+    with _pools_lock:
+        p = _pools.get(key)
+        if p is not None and not p.closed and p._pid == os.getpid():
+            return p
+        p = WorkerPool(device, **kwargs)
+        _pools[key] = p
+        if p.device is not None:
+            _pools.setdefault(p.device.spec, p)
+        return p
+
+
+def close_all_pools() -> None:
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for p in pools:
+        try:
+            p.close()
+        except Exception:
+            pass
+
+
+atexit.register(close_all_pools)

@@ -1,0 +1,429 @@
+"""The worker process: one OpenCL context, a program cache, a request loop.
+
+Run as a script (``python worker.py --serve SPEC`` or ``--list``) by
+:mod:`.pool` / :mod:`.device`; it never imports the rest of the package (the
+sibling modules it needs are loaded by file path), so a worker starts in
+about the time of ``import pyopencl`` plus context creation.
+
+Protocol: length-prefixed pickles.  Requests arrive on stdin; replies go to a
+private duplicate of the original stdout, while file descriptor 1 itself is
+redirected to stderr (so ``printf`` in kernels cannot corrupt the stream).
+
+The frame helpers at the top are also used by the parent side.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_HDR = struct.Struct("<Q")
+PROTOCOL_VERSION = 1
+MAX_PROGRAMS = 512
+
+
+# ------------------------------------------------------------- framing ----
+
+def encode_frame(obj) -> bytes:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HDR.pack(len(data)) + data
+
+
+def write_frame(fd: int, obj) -> None:
+    buf = memoryview(encode_frame(obj))
+    while buf:
+        n = os.write(fd, buf)
+        buf = buf[n:]
+
+
+class FrameBuffer:
+    """Accumulates bytes and yields complete frames."""
+
+    def __init__(self):
+        self.buf = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.buf += data
+
+    def pop(self):
+        """Return the next complete object, or raise LookupError."""
+        if len(self.buf) < _HDR.size:
+            raise LookupError
+        (n,) = _HDR.unpack_from(self.buf, 0)
+        if len(self.buf) < _HDR.size + n:
+            raise LookupError
+        data = bytes(self.buf[_HDR.size:_HDR.size + n])
+        del self.buf[:_HDR.size + n]
+        return pickle.loads(data)
+
+
+def read_frame_blocking(fd: int):
+    """Read one frame from *fd*; None at EOF."""
+    def read_exact(n):
+        out = bytearray()
+        while len(out) < n:
+            chunk = os.read(fd, min(n - len(out), 1 << 20))
+            if not chunk:
+                return None
+            out += chunk
+        return bytes(out)
+    hdr = read_exact(_HDR.size)
+    if hdr is None:
+        return None
+    (n,) = _HDR.unpack(hdr)
+    data = read_exact(n)
+    if data is None:
+        return None
+    return pickle.loads(data)
+
+
+# ------------------------------------------------------- sibling loader ---
+
+def _load_sibling(name: str):
+    import importlib.util
+    pkg = __package__
+    if pkg:  # imported as part of the package
+        import importlib
+        return importlib.import_module(f"{pkg}.{name}")
+    modname = f"_mlirtrace_runtime_{name}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, os.path.join(_HERE, f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ------------------------------------------------------ device queries ----
+
+def _device_dict(cl, devmod, pi: int, di: int, p, d) -> dict:
+    import re
+    dtype = d.type
+    if dtype & cl.device_type.GPU:
+        kind = "gpu"
+    elif dtype & cl.device_type.CPU:
+        kind = "cpu"
+    elif dtype & cl.device_type.ACCELERATOR:
+        kind = "accelerator"
+    else:
+        kind = "other"
+    ext = tuple(d.extensions.split())
+    version = d.version.strip()
+    m = re.match(r"OpenCL\s+(\d+\.\d+)", version)
+    try:
+        fp64 = "cl_khr_fp64" in ext or bool(d.double_fp_config)
+    except Exception:
+        fp64 = "cl_khr_fp64" in ext
+    name = d.name.strip()
+    pname = p.name.strip()
+
+    def get(attr, default):
+        try:
+            return getattr(d, attr)
+        except Exception:
+            return default
+
+    return {
+        "spec": f"{pi}:{di}", "name": name, "platform": pname, "kind": kind,
+        "vendor": d.vendor.strip(),
+        "max_work_group_size": int(d.max_work_group_size),
+        "local_mem_size": int(d.local_mem_size),
+        "compute_units": int(d.max_compute_units),
+        "has_fp16": "cl_khr_fp16" in ext, "has_fp64": fp64,
+        "key_name": devmod.make_key_name(name, pname, kind, version),
+        "opencl_version": m.group(1) if m else version,
+        "platform_index": pi, "device_index": di,
+        "device_version": version, "driver_version": get("driver_version", "").strip(),
+        "global_mem_size": int(get("global_mem_size", 0)),
+        "max_work_item_sizes": tuple(int(x) for x in get("max_work_item_sizes", ())),
+        "max_mem_alloc_size": int(get("max_mem_alloc_size", 0)),
+        "extensions": ext,
+    }
+
+
+def _enumerate(cl, devmod):
+    out = []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return out
+    for pi, p in enumerate(platforms):
+        try:
+            devs = p.get_devices()
+        except cl.Error:
+            continue
+        for di, d in enumerate(devs):
+            out.append((_device_dict(cl, devmod, pi, di, p, d), d))
+    return out
+
+
+def _setup_env():
+    # import pyopencl first: its import resets PYOPENCL_HOME, which
+    # ensure_opencl_env() must override afterwards
+    import pyopencl as cl
+    pocl_fix = _load_sibling("pocl_fix")
+    pocl_fix.ensure_opencl_env()
+    return cl, pocl_fix
+
+
+def main_list() -> int:
+    import json
+    try:
+        cl, _fix = _setup_env()
+        devmod = _load_sibling("device")
+        devs = [d for d, _ in _enumerate(cl, devmod)]
+        payload = {"devices": devs}
+    except Exception as e:  # report, don't traceback
+        payload = {"error": f"{type(e).__name__}: {e}", "devices": []}
+    sys.stdout.write("MLIRTRACE_DEVICES=" + json.dumps(payload) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip driver teardown
+
+
+# -------------------------------------------------------------- server ----
+
+class _Server:
+    def __init__(self, out_fd: int, in_fd: int, spec: str):
+        self.out_fd = out_fd
+        self.in_fd = in_fd
+        self.spec = spec
+        self.programs = {}   # key -> entry dict (OrderedDict semantics via dict order)
+
+    def send(self, obj):
+        write_frame(self.out_fd, obj)
+
+    def start(self) -> bool:
+        import time
+        t0 = time.perf_counter()
+        try:
+            cl, fix = _setup_env()
+            import numpy as np
+            devmod = _load_sibling("device")
+            found = _enumerate(cl, devmod)
+            infos = [devmod.DeviceInfo.from_dict(d) for d, _ in found]
+            try:
+                chosen = devmod.match_spec(infos, self.spec)
+            except devmod.DeviceError as e:
+                self.send({"op": "fatal", "kind": "device", "error": str(e),
+                           "devices": [d for d, _ in found]})
+                return False
+            dev = next(d for info, d in found if info["spec"] == chosen.spec)
+            self.cl, self.np = cl, np
+            self.dev = dev
+            self.ctx = cl.Context([dev])
+            self.queue = cl.CommandQueue(
+                self.ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            self._Program = getattr(getattr(cl, "_cl", None), "_Program", None)
+        except Exception as e:
+            import traceback
+            self.send({"op": "fatal", "kind": "init",
+                       "error": f"worker init failed: {type(e).__name__}: {e}",
+                       "traceback": traceback.format_exc()})
+            return False
+        self.send({"op": "ready", "pid": os.getpid(), "device": chosen.to_dict(),
+                   "devices": [d for d, _ in found], "fix": dict(getattr(fix, "_state", None) or {}),
+                   "startup_s": time.perf_counter() - t0, "protocol": PROTOCOL_VERSION})
+        return True
+
+    # --- build ---
+    def get_program(self, key: str, source: str, options: str):
+        """Return (entry, cached).  entry: dict(ok, prg, log, error, build_s)."""
+        import time
+        ent = self.programs.get(key)
+        if ent is not None:
+            self.programs[key] = self.programs.pop(key)  # LRU bump
+            return ent, True
+        cl = self.cl
+        t0 = time.perf_counter()
+        ok, err, prg = True, "", None
+        try:
+            if self._Program is not None:
+                prg = self._Program(self.ctx, source)
+                prg.build(options.encode(), [self.dev])
+            else:  # pragma: no cover - older/newer pyopencl
+                prg = cl.Program(self.ctx, source)
+                prg.build(options=options or None, devices=[self.dev])
+                prg = prg._get_prg()
+        except cl.Error as e:
+            ok, err = False, str(e)
+        except Exception as e:
+            ok, err = False, f"{type(e).__name__}: {e}"
+        build_s = time.perf_counter() - t0
+        log = ""
+        if prg is not None:
+            try:
+                log = prg.get_build_info(self.dev, cl.program_build_info.LOG) or ""
+            except Exception:
+                pass
+        log = log.strip("\x00").rstrip()
+        if not ok:
+            first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), "")
+            err = "build failed: " + (first or err.splitlines()[0] if (first or err) else "")
+            if not log:
+                log = err
+        ent = {"ok": ok, "prg": prg if ok else None, "log": log, "error": err,
+               "build_s": build_s, "kernels": {}}
+        self.programs[key] = ent
+        while len(self.programs) > MAX_PROGRAMS:
+            self.programs.pop(next(iter(self.programs)))
+        return ent, False
+
+    def op_build(self, m):
+        ent, cached = self.get_program(m["key"], m["source"], m["options"])
+        return {"op": "result", "status": "ok" if ent["ok"] else "build_error",
+                "build_log": ent["log"], "error": ent["error"],
+                "build_s": 0.0 if cached else ent["build_s"], "cached": cached}
+
+    # --- run ---
+    def op_run(self, m):
+        import time
+        cl, np = self.cl, self.np
+        ent, cached = self.get_program(m["key"], m["source"], m["options"])
+        build_s = 0.0 if cached else ent["build_s"]
+        base = {"op": "result", "build_log": ent["log"], "build_s": build_s, "cached": cached}
+        if not ent["ok"]:
+            return dict(base, status="build_error", error=ent["error"])
+        self.send({"op": "built", "build_s": build_s})
+        name = m["kernel"]
+        mf = cl.mem_flags
+        bufs, outs, vals = [], [], []
+        try:
+            knl = ent["kernels"].get(name)
+            if knl is None:
+                try:
+                    knl = cl.Kernel(ent["prg"], name)
+                except cl.Error as e:
+                    return dict(base, status="launch_error",
+                                error=f"kernel {name!r} not found in program: {e}")
+                ent["kernels"][name] = knl
+            for a in m["args"]:
+                kind = a[0]
+                if kind == "in":
+                    arr = np.ascontiguousarray(a[1])
+                    if arr.nbytes:
+                        b = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=arr)
+                    else:
+                        b = cl.Buffer(self.ctx, mf.READ_ONLY, 16)
+                    bufs.append(b)
+                    vals.append(b)
+                elif kind == "out":
+                    _k, shape, dt, fill = a
+                    host = np.empty(shape, dtype=np.dtype(dt))
+                    b = cl.Buffer(self.ctx, mf.READ_WRITE, max(host.nbytes, 16))
+                    init = np.full(shape, fill, dtype=host.dtype) if fill is not None else None
+                    bufs.append(b)
+                    outs.append((host, b, init))
+                    vals.append(b)
+                elif kind == "scalar":
+                    vals.append(a[1])
+                elif kind == "local":
+                    vals.append(cl.LocalMemory(max(int(a[1]), 1)))
+                else:
+                    raise ValueError(f"unknown argument kind {kind!r}")
+            knl.set_args(*vals)
+            gsize = tuple(m["global"])
+            lsize = tuple(m["local"]) if m["local"] is not None else None
+            warmup, repeats = int(m.get("warmup", 0)), max(int(m.get("repeats", 1)), 1)
+            times = []
+            q = self.queue
+            for it in range(warmup + repeats):
+                for host, b, init in outs:
+                    if init is not None and init.nbytes:
+                        cl.enqueue_copy(q, b, init)
+                ev = cl.enqueue_nd_range_kernel(q, knl, gsize, lsize)
+                ev.wait()
+                if it >= warmup:
+                    times.append((ev.profile.end - ev.profile.start) * 1e-6)
+            results = []
+            for host, b, _init in outs:
+                if host.nbytes:
+                    cl.enqueue_copy(q, host, b)
+                results.append(host)
+            q.finish()
+        except cl.Error as e:
+            return dict(base, status="launch_error", error=f"launch failed: {e}")
+        except Exception as e:
+            return dict(base, status="launch_error", error=f"launch failed: {type(e).__name__}: {e}")
+        finally:
+            for b in bufs:
+                try:
+                    b.release()
+                except Exception:
+                    pass
+        return dict(base, status="ok", outputs=results, times_ms=times, error="")
+
+    def loop(self):
+        while True:
+            m = read_frame_blocking(self.in_fd)
+            if m is None or m.get("op") == "exit":
+                return
+            op = m.get("op")
+            try:
+                if op == "build":
+                    r = self.op_build(m)
+                elif op == "run":
+                    r = self.op_run(m)
+                elif op == "ping":
+                    r = {"op": "result", "status": "ok", "pid": os.getpid()}
+                elif op == "forget":
+                    self.programs.clear()
+                    r = {"op": "result", "status": "ok"}
+                elif op == "crash_for_test":   # used by the tests only
+                    import ctypes
+                    ctypes.string_at(0)
+                    r = {"op": "result", "status": "ok"}
+                else:
+                    r = {"op": "result", "status": "launch_error", "error": f"unknown op {op!r}"}
+            except Exception as e:
+                import traceback
+                r = {"op": "result", "status": "launch_error",
+                     "error": f"worker error: {type(e).__name__}: {e}",
+                     "traceback": traceback.format_exc()}
+            r["id"] = m.get("id")
+            self.send(r)
+
+
+def _watch_parent(ppid: int) -> None:
+    import signal
+    import threading
+    import time
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != ppid:
+                os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def main_serve(spec: str) -> int:
+    import signal
+    out_fd = os.dup(1)
+    os.dup2(2, 1)            # C-level stdout of kernels/drivers -> stderr
+    sys.stdout = sys.stderr
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's business
+    _watch_parent(os.getppid())
+    srv = _Server(out_fd, 0, spec)
+    if srv.start():
+        srv.loop()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def main(argv: list[str]) -> int:
+    if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
+        sys.path.pop(0)      # don't let our module names shadow anything
+    if len(argv) >= 1 and argv[0] == "--list":
+        return main_list()
+    if len(argv) >= 2 and argv[0] == "--serve":
+        return main_serve(argv[1])
+    sys.stderr.write("usage: worker.py --list | --serve SPEC\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

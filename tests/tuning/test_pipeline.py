@@ -1,0 +1,108 @@
+"""The compile/benchmark pipeline on the embedded PoCL device: tuning, oracle checks, failures as results."""
+import io
+import re
+
+import pytest
+
+from pytest_mlirtrace import codegen
+from pytest_mlirtrace.trace import TraceConfig, TraceSession
+from pytest_mlirtrace.tuning import Pipeline
+
+from .conftest import seed_like
+
+
+def small_dot(dt="f32", m=17, k=13, n=11, transposed=True):
+    from pytest_mlirtrace.ir import Module
+
+    mod = Module()
+    if transposed:
+        a = mod.add_param("a", dt, [1, k, m])
+        a = mod.add("transpose", a, permutation=[0, 2, 1])
+    else:
+        a = mod.add_param("a", dt, [1, m, k])
+    b = mod.add_param("b", dt, [1, k, n])
+    c = mod.add_param("c", dt, [1, m, n])
+    mod.add_return(mod.add("add", mod.add("dot", a, b), c))
+    return mod
+
+
+def test_seed_f32_tunes_runs_and_matches_oracle(device, tuning_db):
+    pipe = Pipeline(device, database=tuning_db)
+    res = pipe.tune(seed_like("f32"))
+    assert res.best is not None, [r.detail for r in res.rows if r.status != "ok"]
+    assert len(res.rows) >= 8
+    assert res.lowered.key.endswith("-t f32 -out_datatype f32 -transA false -transB false -g 1 -m 384 -n 768 -k 768")
+    ok = [r for r in res.rows if r.status == "ok"]
+    assert res.best_ms == min(r.time_ms for r in ok)
+    # the database now answers, and a second tune skips benchmarking
+    hit = tuning_db.lookup(res.lowered.key, device.spec)
+    assert hit["solution"] == res.best.span.solution
+    again = pipe.tune(seed_like("f32"))
+    assert again.from_database and len(again.rows) == 1
+    run = pipe.run(seed_like("f32"), seed=7)
+    assert run.ok, run.detail
+    assert run.compiled.span.solution == res.best.span.solution
+
+
+def test_seed_f16_runs_and_matches_oracle(device, tuning_db):
+    pipe = Pipeline(device, database=tuning_db)
+    mod = seed_like("f16")
+    low = pipe.lower_module(mod)
+    sols = codegen.quick_list(low.problem, device)[:4]
+    res = pipe.tune(mod, solutions=sols)
+    assert res.best is not None, [r.detail for r in res.rows]
+    run = pipe.run(mod, seed=3)
+    assert run.ok, run.detail
+    assert run.outputs[0].dtype.name == "float16"
+
+
+def test_span_names_everything(device, tuning_db):
+    pipe = Pipeline(device, database=tuning_db)
+    c = pipe.compile_solution(small_dot())
+    assert c.ok, c.error
+    sp = c.span
+    assert "dot" in sp.module_text and "migraphx.dot" in sp.mlir_text
+    assert sp.solution and sp.solution in sp.kernel_source
+    assert sp.device == device.spec
+    assert re.fullmatch(r"[0-9a-f]{16}", sp.hash)
+    other = pipe.compile_solution(small_dot(n=12))
+    assert other.span.hash != sp.hash
+
+
+def test_bad_solution_string_is_a_clear_error(device, tuning_db):
+    pipe = Pipeline(device, database=tuning_db)
+    with pytest.raises(codegen.SolutionError) as e:
+        pipe.compile_solution(small_dot(), "64,64,banana")
+    assert "banana" in str(e.value) or "field" in str(e.value)
+
+
+def test_inapplicable_solution_is_reported_not_raised(device, tuning_db):
+    pipe = Pipeline(device, database=tuning_db)
+    low = pipe.lower_module(small_dot())
+    sol = codegen.default_solution(low.problem, device)
+    huge = codegen.parse_solution(low.problem, ",".join(
+        str(int(v) * 4096) if i == 0 else str(v) for i, v in enumerate(str(sol).split(","))))
+    c = pipe.compile_solution(small_dot(), huge)
+    assert c.status == "lowering_error"
+    assert c.error
+
+
+@pytest.mark.parametrize("fault,kind", [("oob_write_n_edge", {"crash", "wrong"}), ("infinite_loop", {"hang"})])
+def test_crash_and_hang_are_reported_with_span_and_the_run_goes_on(device, tuning_db, fault, kind):
+    out = io.StringIO()
+    s = TraceSession(device, config=TraceConfig(1, 1), stream=out, database=tuning_db, inject=fault, timeout_s=4.0)
+    mod = small_dot(m=37, k=19, n=29)
+    low = s.pipeline.lower_module(mod)
+    sols = codegen.quick_list(low.problem, device)[:6]
+    res = s.tune(mod, solutions=sols)
+    failed = [r for r in res.rows if r.status != "ok"]
+    assert failed, f"{fault} fired on none of {[r.solution for r in res.rows]}"
+    assert {r.status for r in failed} & kind
+    # every failure came with its span, printed
+    text = out.getvalue()
+    for ev in s.log.failures:
+        assert ev.span is not None and ev.span.solution
+        assert f"span {ev.span.hash}" in text
+    # the pipeline still works afterwards, without the fault
+    clean = Pipeline(device, database=tuning_db, inject="")
+    assert clean.run(mod).ok

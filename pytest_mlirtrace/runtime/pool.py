@@ -287,7 +287,10 @@ class WorkerPool:
         self._rr = itertools.count()
         self.stats = {"spawned": 0, "crashes": 0, "hangs": 0}
 
-        pocl_fix.ensure_opencl_env(import_pyopencl=False)
+        try:   # prepare once here; every worker applies it again after importing pyopencl
+            pocl_fix.ensure_opencl_env(import_pyopencl=False)
+        except Exception:  # pragma: no cover - the workers will report what is wrong
+            pass
         self._env = dict(os.environ)
 
         if isinstance(device, DeviceInfo):
@@ -391,7 +394,7 @@ class WorkerPool:
         phase = "building" if msg["op"] == "build" else "building/starting"
         try:
             w.send(msg)
-            deadline = t0 + timeout_s
+            deadline = time.monotonic() + timeout_s
             while True:
                 r = w.recv(deadline)
                 if r.get("op") == "built":
@@ -400,9 +403,19 @@ class WorkerPool:
                     continue
                 if r.get("op") == "result":
                     r["worker_pid"] = w.pid
+                    if r.get("retire"):
+                        # device fault (GPU): the worker's context is unusable
+                        w.kill(self.kill_grace_s)
+                        self.stats["crashes"] += 1
+                        self._replace(slot, w)
+                        r["error"] = (r.get("error") or "device fault") + "; worker replaced"
+                        return r
                     if msg.get("key"):
                         with self._lock:
+                            self._where.pop(msg["key"], None)
                             self._where[msg["key"]] = (slot.index, w.serial)
+                            while len(self._where) > 65536:
+                                self._where.pop(next(iter(self._where)))
                     return r
         except _Timeout:
             w.kill(self.kill_grace_s)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import struct
 import sys
 
@@ -23,6 +24,10 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _HDR = struct.Struct("<Q")
 PROTOCOL_VERSION = 1
 MAX_PROGRAMS = 512
+_TEMPFILE_RE = re.compile(r"(?:[^\s:'\"]*/)?tempfile_\w+\.cl")
+# clBuildProgram codes that are the compiler's verdict on the source/options
+_COMPILE_FAILURES = (-11, -15, -17, -43, -66)
+WARMUP_SOURCE = "__kernel void mlirtrace_warmup(__global int *p) { p[0] = 1; }"
 
 
 # ------------------------------------------------------------- framing ----
@@ -101,7 +106,6 @@ def _load_sibling(name: str):
 # ------------------------------------------------------ device queries ----
 
 def _device_dict(cl, devmod, pi: int, di: int, p, d) -> dict:
-    import re
     dtype = d.type
     if dtype & cl.device_type.GPU:
         kind = "gpu"
@@ -164,7 +168,10 @@ def _enumerate(cl, devmod):
 def _setup_env():
     # import pyopencl first: its import resets PYOPENCL_HOME, which
     # ensure_opencl_env() must override afterwards
+    import warnings
     import pyopencl as cl
+    # build logs are returned to the parent; no CompilerWarning noise on stderr
+    warnings.filterwarnings("ignore", category=getattr(cl, "CompilerWarning", UserWarning))
     pocl_fix = _load_sibling("pocl_fix")
     pocl_fix.ensure_opencl_env()
     return cl, pocl_fix
@@ -229,6 +236,33 @@ class _Server:
                    "startup_s": time.perf_counter() - t0, "protocol": PROTOCOL_VERSION})
         return True
 
+    def warm_up(self):
+        """The first build in a process pays ~0.5 s of clang/LLVM start-up
+        (even on a PoCL cache hit); pay it now, while the parent is not
+        waiting yet (requests queue up in the pipe meanwhile)."""
+        if os.environ.get("MLIRTRACE_WORKER_WARMUP", "1") in ("0", ""):
+            return
+        try:
+            prg = self._Program(self.ctx, WARMUP_SOURCE)
+            prg.build(b"", [self.dev])
+        except Exception:
+            pass
+
+    def healthy(self) -> bool:
+        """Can the context still do a tiny write/read round trip?"""
+        cl, np = self.cl, self.np
+        try:
+            h = np.arange(4, dtype=np.int32)
+            b = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, h.nbytes)
+            cl.enqueue_copy(self.queue, b, h)
+            back = np.empty_like(h)
+            cl.enqueue_copy(self.queue, back, b)
+            self.queue.finish()
+            b.release()
+            return bool((back == h).all())
+        except Exception:
+            return False
+
     # --- build ---
     def get_program(self, key: str, source: str, options: str):
         """Return (entry, cached).  entry: dict(ok, prg, log, error, build_s)."""
@@ -250,19 +284,30 @@ class _Server:
                 prg = prg._get_prg()
         except cl.Error as e:
             ok, err = False, str(e)
+            code = getattr(e, "code", None)
         except Exception as e:
-            ok, err = False, f"{type(e).__name__}: {e}"
+            ok, err, code = False, f"{type(e).__name__}: {e}", None
         build_s = time.perf_counter() - t0
+        if not ok and code not in _COMPILE_FAILURES and not self.healthy():
+            # not a compiler verdict: the context broke (e.g. an earlier device
+            # fault); don't cache, tell the parent to replace this worker
+            return {"ok": False, "prg": None, "log": "", "build_s": build_s, "kernels": {},
+                    "error": f"build failed: device context unusable: {err}",
+                    "retire": True}, False
         log = ""
         if prg is not None:
             try:
                 log = prg.get_build_info(self.dev, cl.program_build_info.LOG) or ""
             except Exception:
                 pass
-        log = log.strip("\x00").rstrip()
+        # PoCL compiles a random temp file (…/kcache/tempfile_AbC123.cl): name it
+        # stably, so that the first error line can be part of a bug signature
+        log = _TEMPFILE_RE.sub("<source>", log.strip("\x00").rstrip())
+        err = _TEMPFILE_RE.sub("<source>", err)
         if not ok:
             first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), "")
-            err = "build failed: " + (first or err.splitlines()[0] if (first or err) else "")
+            head = first or (err.strip().splitlines()[0] if err.strip() else "unknown error")
+            err = "build failed: " + head
             if not log:
                 log = err
         ent = {"ok": ok, "prg": prg if ok else None, "log": log, "error": err,
@@ -274,6 +319,9 @@ class _Server:
 
     def op_build(self, m):
         ent, cached = self.get_program(m["key"], m["source"], m["options"])
+        if ent.get("retire"):
+            return {"op": "result", "status": "crash", "retire": True, "build_log": "",
+                    "error": ent["error"], "build_s": ent["build_s"], "cached": False}
         return {"op": "result", "status": "ok" if ent["ok"] else "build_error",
                 "build_log": ent["log"], "error": ent["error"],
                 "build_s": 0.0 if cached else ent["build_s"], "cached": cached}
@@ -285,12 +333,15 @@ class _Server:
         ent, cached = self.get_program(m["key"], m["source"], m["options"])
         build_s = 0.0 if cached else ent["build_s"]
         base = {"op": "result", "build_log": ent["log"], "build_s": build_s, "cached": cached}
+        if ent.get("retire"):
+            return dict(base, status="crash", retire=True, error=ent["error"])
         if not ent["ok"]:
             return dict(base, status="build_error", error=ent["error"])
         self.send({"op": "built", "build_s": build_s})
         name = m["kernel"]
         mf = cl.mem_flags
         bufs, outs, vals = [], [], []
+        stage = "setup"
         try:
             knl = ent["kernels"].get(name)
             if knl is None:
@@ -331,13 +382,17 @@ class _Server:
             times = []
             q = self.queue
             for it in range(warmup + repeats):
+                stage = "setup"
                 for host, b, init in outs:
                     if init is not None and init.nbytes:
                         cl.enqueue_copy(q, b, init)
+                stage = "enqueue"
                 ev = cl.enqueue_nd_range_kernel(q, knl, gsize, lsize)
+                stage = "execute"
                 ev.wait()
                 if it >= warmup:
                     times.append((ev.profile.end - ev.profile.start) * 1e-6)
+            stage = "read back"
             results = []
             for host, b, _init in outs:
                 if host.nbytes:
@@ -345,7 +400,15 @@ class _Server:
                 results.append(host)
             q.finish()
         except cl.Error as e:
-            return dict(base, status="launch_error", error=f"launch failed: {e}")
+            if stage in ("execute", "read back"):
+                # the kernel faulted on the device (e.g. NVIDIA: illegal address,
+                # CL error -9999 / OUT_OF_RESOURCES); the context is unusable now
+                return dict(base, status="crash", retire=True,
+                            error=f"kernel failed on the device during {stage}: {e}")
+            r = dict(base, status="launch_error", error=f"launch failed: {e}")
+            if not self.healthy():
+                r.update(retire=True, error=r["error"] + " (device context unusable)")
+            return r
         except Exception as e:
             return dict(base, status="launch_error", error=f"launch failed: {type(e).__name__}: {e}")
         finally:
@@ -371,10 +434,6 @@ class _Server:
                     r = {"op": "result", "status": "ok", "pid": os.getpid()}
                 elif op == "forget":
                     self.programs.clear()
-                    r = {"op": "result", "status": "ok"}
-                elif op == "crash_for_test":   # used by the tests only
-                    import ctypes
-                    ctypes.string_at(0)
                     r = {"op": "result", "status": "ok"}
                 else:
                     r = {"op": "result", "status": "launch_error", "error": f"unknown op {op!r}"}
@@ -409,6 +468,7 @@ def main_serve(spec: str) -> int:
     _watch_parent(os.getppid())
     srv = _Server(out_fd, 0, spec)
     if srv.start():
+        srv.warm_up()
         srv.loop()
     sys.stderr.flush()
     os._exit(0)

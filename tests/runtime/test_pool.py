@@ -1,0 +1,252 @@
+"""Real kernels on the PoCL CPU device through the worker pool."""
+
+import os
+import signal
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from pytest_mlirtrace.runtime import (InBuf, JobResult, KernelJob, LocalMem, OutBuf, Scalar,
+                                      WorkerPool, get_pool)
+
+VADD = """
+__kernel void vadd(__global const float *a, __global const float *b,
+                   __global float *c, const int n)
+{
+    int i = get_global_id(0);
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+def vadd_job(rng, n=1000, source=VADD, label="vadd"):
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    gs = ((n + 63) // 64) * 64
+    job = KernelJob(source, "vadd", [InBuf(a), InBuf(b), OutBuf((n,), np.float32),
+                                     Scalar(np.int32(n))], (gs,), (64,), label=label)
+    return job, a, b
+
+
+def assert_vadd_ok(pool, rng):
+    job, a, b = vadd_job(rng, n=int(rng.integers(100, 3000)))
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+
+
+def test_vadd_matches_numpy(pool, rng):
+    job, a, b = vadd_job(rng)
+    assert np.abs(a).sum() > 0 and np.abs(b).sum() > 0
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    assert len(r.outputs) == 1 and r.outputs[0].dtype == np.float32
+    np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    assert len(r.times_ms) == 1 and r.times_ms[0] > 0
+    assert r.wall_s > 0 and r.worker_pid in pool.worker_pids()
+
+
+def test_bench_times_positive(pool, rng):
+    job, a, b = vadd_job(rng, n=1 << 16)
+    r = pool.run(job, warmup=2, repeats=5)
+    assert r.status == "ok", r.error
+    assert len(r.times_ms) == 5
+    assert all(t > 0 for t in r.times_ms)
+    assert r.median_ms > 0 and r.min_ms <= r.median_ms
+    np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+
+
+def test_local_memory_reduction(pool, rng):
+    src = """
+    __kernel void wgsum(__global const float *x, __global float *out,
+                        __local float *tmp, const float scale)
+    {
+        int l = get_local_id(0), n = get_local_size(0);
+        tmp[l] = x[get_global_id(0)];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = n / 2; s > 0; s >>= 1) {
+            if (l < s) tmp[l] += tmp[l + s];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (l == 0) out[get_group_id(0)] = tmp[0] * scale;
+    }
+    """
+    wg, groups = 64, 16
+    x = rng.standard_normal(wg * groups).astype(np.float32)
+    job = KernelJob(src, "wgsum", [InBuf(x), OutBuf(groups, np.float32), LocalMem(wg * 4),
+                                   Scalar(np.float32(0.5))], (wg * groups,), (wg,))
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    np.testing.assert_allclose(r.outputs[0], x.reshape(groups, wg).sum(1) * 0.5,
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_half_storage_and_fill(pool, rng):
+    # no cl_khr_fp16 on PoCL CPU: half storage through vload_half/vstore_half
+    src = """
+    __kernel void twice(__global const half *x, __global half *y, __global int *z)
+    {
+        int i = get_global_id(0);
+        vstore_half(2.0f * vload_half(i, x), i, y);
+        if (i % 2 == 0) z[i] = i;
+    }
+    """
+    n = 256
+    x = rng.standard_normal(n).astype(np.float16)
+    job = KernelJob(src, "twice", [InBuf(x), OutBuf(n, np.float16), OutBuf(n, np.int32, fill=-7)],
+                    (n,), None)
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    np.testing.assert_array_equal(r.outputs[0], (2 * x.astype(np.float32)).astype(np.float16))
+    z = r.outputs[1]
+    assert (z[0::2] == np.arange(0, n, 2)).all() and (z[1::2] == -7).all()
+
+
+def test_kernel_printf_does_not_break_protocol(pool):
+    src = '__kernel void hello(__global int *o) { printf("hello %d\\n", 42); o[0] = 1; }'
+    r = pool.run(KernelJob(src, "hello", [OutBuf(1, np.int32)], (1,)))
+    assert r.status == "ok", r.error
+    assert r.outputs[0][0] == 1
+
+
+def test_build_error_has_log(pool, rng):
+    src = "__kernel void broken(__global float *a) { a[0] = undefined_thing + ; }"
+    job = KernelJob(src, "broken", [OutBuf(4, np.float32)], (1,), label="broken-solution")
+    [b] = pool.build([job])
+    assert b.status == "build_error"
+    assert "undefined_thing" in b.build_log or "expected expression" in b.build_log
+    assert b.error.startswith("build failed")
+    r = pool.run(job)
+    assert r.status == "build_error" and r.outputs == []
+    assert "error" in r.build_log
+    assert r.label == "broken-solution"
+    assert_vadd_ok(pool, rng)
+
+
+def test_launch_errors(pool, rng):
+    r = pool.run(KernelJob(VADD, "no_such_kernel", [], (1,)))
+    assert r.status == "launch_error"
+    assert "no_such_kernel" in r.error
+    job, a, b = vadd_job(rng, n=100)
+    # PoCL (OpenCL 3.0 without non-uniform work-groups): global % local must be 0
+    bad = KernelJob(job.source, "vadd", job.args, (100,), (64,))
+    r = pool.run(bad)
+    assert r.status == "launch_error" and "INVALID_WORK_GROUP_SIZE" in r.error
+    r = pool.run(KernelJob(job.source, "vadd", job.args[:2], (64,)))
+    assert r.status == "launch_error"
+    assert_vadd_ok(pool, rng)
+
+
+def test_out_of_bounds_write_crashes_then_pool_recovers(pool, rng):
+    # a 1e12-element stride leaves every mapping: SIGSEGV in PoCL's worker thread
+    src = "__kernel void oob(__global int *p) { p[get_global_id(0) * 1000000000000L] = 1; }"
+    before = set(pool.worker_pids())
+    r = pool.run(KernelJob(src, "oob", [OutBuf(64, np.int32)], (64,), label="oob"))
+    assert r.status == "crash", r
+    assert r.signal == signal.SIGSEGV
+    assert "signal 11 (SIGSEGV)" in r.error.splitlines()[0]
+    assert r.outputs == []
+    assert_vadd_ok(pool, rng)
+    assert_vadd_ok(pool, rng)
+    assert pool.stats["crashes"] >= 1
+    assert set(pool.worker_pids()) != before
+
+
+def test_infinite_loop_hangs_then_pool_recovers(pool, rng):
+    # the loop reads a volatile global that nobody changes: it cannot be deleted
+    src = """
+    __kernel void spin(volatile __global int *flag, __global int *out)
+    {
+        while (flag[0] == 0) { }
+        out[0] = 1;
+    }
+    """
+    job = KernelJob(src, "spin", [OutBuf(1, np.int32, fill=0), OutBuf(1, np.int32)], (1,))
+    pool.build([job])
+    t0 = time.monotonic()
+    r = pool.run(job, timeout_s=3.0)
+    took = time.monotonic() - t0
+    assert r.status == "hang", r
+    assert "timed out after 3.0 s" in r.error and "worker killed" in r.error
+    assert 2.9 < took < 8.0
+    assert_vadd_ok(pool, rng)
+
+
+def test_parallel_build_overlaps(pool, rng):
+    # fresh sources, no PoCL kernel-cache hits: PoCL hashes the *preprocessed*
+    # source, so the tag must be code, not a comment
+    tag = uuid.uuid4().hex[:8]
+    jobs = []
+    for k in range(6):
+        src = VADD.replace("int i = get_global_id(0);",
+                           f"int i = get_global_id(0); int tag_{tag} = 0;")
+        src = src.replace("a[i] + b[i]", f"a[i] * {k + 2}.0f + b[i]")
+        job, a, b = vadd_job(rng, n=500, source=src, label=f"cfg{k}")
+        jobs.append((job, a, b, k + 2))
+    t0 = time.monotonic()
+    results = pool.build([j for j, *_ in jobs])
+    wall = time.monotonic() - t0
+    assert [r.status for r in results] == ["ok"] * 6, [r.error for r in results]
+    assert [r.label for r in results] == [f"cfg{k}" for k in range(6)]
+    assert len({r.worker_pid for r in results}) == pool.workers
+    total = sum(r.build_s for r in results)
+    assert total > 0 and wall < total, (wall, total)
+    # each job runs on the worker that built it: no rebuild
+    for job, a, b, k in jobs:
+        r = pool.run(job)
+        assert r.status == "ok" and r.cached and r.build_s == 0.0
+        # PoCL contracts a*k+b into an fma: compare with an absolute tolerance
+        np.testing.assert_allclose(r.outputs[0], a * k + b, rtol=1e-5, atol=1e-5)
+    # a second build() of the same jobs is answered from the pool's memory
+    again = pool.build([j for j, *_ in jobs])
+    assert all(r.cached for r in again)
+
+
+def test_run_many_parallel_and_timed(pool, rng):
+    jobs = [vadd_job(rng, n=int(rng.integers(10, 2000))) for _ in range(5)]
+    rs = pool.run_many([j for j, *_ in jobs])
+    for r, (job, a, b) in zip(rs, jobs):
+        assert r.status == "ok", r.error
+        np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    timed = pool.run_many([j for j, *_ in jobs[:2]], warmup=1, repeats=3)
+    assert [len(r.times_ms) for r in timed] == [3, 3]
+
+
+def test_scalar_requires_width():
+    with pytest.raises(TypeError):
+        Scalar(3)
+    assert Scalar(3, np.int32).value.dtype == np.int32
+    with pytest.raises(TypeError):
+        KernelJob(VADD, "vadd", [np.zeros(3)], (1,))
+
+
+def test_job_result_median():
+    assert JobResult("ok", times_ms=[3.0, 1.0, 2.0]).median_ms == 2.0
+    assert np.isnan(JobResult("crash").median_ms)
+
+
+def test_get_pool_reused_and_close_leaves_no_processes(cpu_device, rng):
+    p1 = get_pool(cpu_device.spec, workers=1)
+    assert get_pool(cpu_device.spec) is p1
+    pids = p1.ping()
+    assert_vadd_ok(p1, rng)
+    p1.close()
+    assert p1.closed
+    with pytest.raises(RuntimeError):
+        p1.run(vadd_job(rng)[0])
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}"), f"worker {pid} left behind"
+    p2 = get_pool(cpu_device.spec, workers=1)
+    assert p2 is not p1
+    p2.close()
+
+
+def test_pool_from_spec_string(rng):
+    with WorkerPool("pocl", workers=1, timeout_s=20) as p:
+        assert p.device.key_name == "pocl-cpu"
+        assert_vadd_ok(p, rng)
+        pids = p.worker_pids()
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}")

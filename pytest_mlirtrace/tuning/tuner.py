@@ -21,6 +21,8 @@ from .events import (BenchmarkStarted, CompileFailed, FastestChosen, Listener, M
 from .problem_key import problem_key
 from .span import Span, mlir_hash
 
+_CL_SCALARS = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64, "float": np.float32,
+               "double": np.float64, "short": np.int16, "char": np.int8}
 FAILURES = ("build_error", "crash", "hang", "launch_error", "wrong", "lowering_error")
 
 
@@ -101,17 +103,25 @@ def _inject() -> str | None:
     return os.environ.get("MLIRTRACE_INJECT") or None
 
 
+def parse_solution(problem, text: str):
+    """A perf-config string for ``problem`` (raises codegen.SolutionError naming the bad field)."""
+    return codegen.Solution.parse(problem.kind, text)
+
+
 class Pipeline:
     """The compile/benchmark pipeline on one device, with listeners for its trace events."""
 
     def __init__(self, device=None, *, listeners: list[Listener] | None = None, pool=None,
-                 database: TuningDatabase | None = None, timeout_s: float = 30.0, warmup: int = 1,
+                 database: TuningDatabase | None = None, timeout_s: float = 30.0, build_timeout_s: float = 300.0,
+                 warmup: int = 1,
                  repeats: int = 5, inject: str | None = None, seed: int = 0):
         self.device = device if hasattr(device, "key_name") else runtime.resolve_device(device)
         self.listeners: list[Listener] = list(listeners or [])
         self._pool = pool
         self.database = database if database is not None else TuningDatabase()
         self.timeout_s = timeout_s
+        # a slow build on a loaded machine is not a hung kernel: builds get their own, longer limit
+        self.build_timeout_s = max(build_timeout_s, timeout_s)
         self.warmup, self.repeats = warmup, repeats
         self.inject = (inject if inject is not None else _inject()) or None
         self.seed = seed
@@ -152,11 +162,11 @@ class Pipeline:
             if b.kind == "input":
                 args.append(runtime.InBuf(next(it)))
             elif b.kind == "output":
-                args.append(runtime.OutBuf(b.storage_shape, b.storage_dtype))
+                args.append(runtime.OutBuf((max(b.elements, 1),), b.np_dtype))
             elif b.kind == "scratch":
-                args.append(runtime.OutBuf((b.nbytes,), np.uint8))
+                args.append(runtime.OutBuf((max(b.nbytes, 1),), np.uint8, fill=0))
             elif b.kind == "scalar":
-                args.append(runtime.Scalar(b.value))
+                args.append(runtime.Scalar(b.value, dtype=_CL_SCALARS.get(b.ctype, b.ctype) or None))
             else:
                 raise ValueError(f"unknown kernel argument kind {b.kind!r}")
         return runtime.KernelJob(spec.source, spec.kernel_name, args, tuple(spec.global_size),
@@ -165,6 +175,7 @@ class Pipeline:
 
     def _lower(self, low: Lowered, solution, inputs: dict) -> CompiledResult:
         try:
+            codegen.check_applicable(low.problem, solution, self.device)
             spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
         except (codegen.LoweringError, codegen.NotApplicable) as e:
             return CompiledResult(self._span(low, solution), solution, None, "lowering_error", str(e))
@@ -177,7 +188,7 @@ class Pipeline:
     def _build(self, compiled: list[CompiledResult]) -> tuple[float, float]:
         todo = [c for c in compiled if c.ok]
         t0 = time.perf_counter()
-        results = self.pool.build([c.job for c in todo], timeout_s=self.timeout_s) if todo else []
+        results = self.pool.build([c.job for c in todo], timeout_s=self.build_timeout_s) if todo else []
         wall = time.perf_counter() - t0
         for c, r in zip(todo, results):
             c.build_s = r.build_s
@@ -207,7 +218,7 @@ class Pipeline:
         if solution is None:
             solution = codegen.default_solution(low.problem, self.device)
         elif isinstance(solution, str):
-            solution = codegen.parse_solution(low.problem, solution)
+            solution = parse_solution(low.problem, solution)
         c = self._lower(low, solution, self._inputs(low, self.seed))
         self._build([c])
         return c
@@ -221,7 +232,7 @@ class Pipeline:
                 hit = self.database.lookup(low.key, self.device.spec)
                 if hit is not None and hit.get("mlir_hash") in (None, low.mlir_hash):
                     try:
-                        solutions = [codegen.parse_solution(low.problem, hit["solution"])]
+                        solutions = [parse_solution(low.problem, hit["solution"])]
                     except codegen.SolutionError:
                         solutions = None
             from_db = solutions is not None
@@ -230,7 +241,7 @@ class Pipeline:
                 solutions = pick(low.problem, self.device)
         else:
             from_db = False
-            solutions = [codegen.parse_solution(low.problem, s) if isinstance(s, str) else s for s in solutions]
+            solutions = [parse_solution(low.problem, s) if isinstance(s, str) else s for s in solutions]
         self._emit(BenchmarkStarted("gpu::mlir_op", low.key, len(solutions), low.mlir_hash, from_db))
 
         inputs = self._inputs(low, self.seed)
@@ -275,7 +286,7 @@ class Pipeline:
         hit = self.database.lookup(low.key, self.device.spec)
         if hit is not None:
             try:
-                return codegen.parse_solution(low.problem, hit["solution"]), "tuning database"
+                return parse_solution(low.problem, hit["solution"]), "tuning database"
             except codegen.SolutionError:
                 pass
         return codegen.default_solution(low.problem, self.device), "default (not tuned)"
@@ -288,7 +299,7 @@ class Pipeline:
         if solution is None:
             solution, _ = self.best_known(low)
         elif isinstance(solution, str):
-            solution = codegen.parse_solution(low.problem, solution)
+            solution = parse_solution(low.problem, solution)
         inputs = inputs if inputs is not None else self._inputs(low, seed)
         expected = ir.evaluate(low.module, inputs)
         c = self._lower(low, solution, inputs)

@@ -44,8 +44,8 @@ class Instruction:
 
 VIEW_OPS = frozenset({"multibroadcast", "broadcast", "transpose", "reshape", "contiguous", "slice",
                       "squeeze", "unsqueeze", "reshape_lazy"})
-# Ops MIGraphX leaves out of the fused function's symbol name.
-_UNNAMED_OPS = frozenset({"contiguous", "multibroadcast", "broadcast"})
+# Ops MIGraphX leaves out of the fused function's symbol name (gen::generate_name_from_ops).
+_UNNAMED_OPS = frozenset({"contiguous", "multibroadcast", "identity"})
 
 
 @dataclass
@@ -82,9 +82,9 @@ class Module:
         return [i.op for i in self.instructions if not i.op.startswith("@")]
 
     def symbol_name(self) -> str:
-        """``mlir_<op names joined by _>`` as MIGraphX names the fused function."""
+        """``mlir_<op names joined by _>`` as MIGraphX names the fused function (``mlir_noop`` if none)."""
         names = [op for op in self.ops() if op not in _UNNAMED_OPS]
-        return "mlir_" + "_".join(names) if names else "mlir_main"
+        return "mlir_" + ("_".join(names) if names else "noop")
 
     def users(self, name: str) -> list[Instruction]:
         return [i for i in self.instructions if name in i.inputs]

@@ -77,6 +77,7 @@ _LINE = re.compile(r"^(?P<name>\S+) = (?P<rest>.*)$")
 class _Cursor:
     s: str
     i: int = 0
+    base: int = 0        # column of s[0] in the line (messages give line columns)
 
     def peek(self, n: int = 1) -> str:
         return self.s[self.i:self.i + n]
@@ -89,7 +90,8 @@ class _Cursor:
 
     def expect(self, tok: str, what: str) -> None:
         if not self.eat(tok):
-            raise ValueError(f"expected {tok!r} {what} at column {self.i + 1}, found {self.s[self.i:self.i + 12]!r}")
+            raise ValueError(f"expected {tok!r} {what} at column {self.base + self.i + 1}, "
+                             f"found {self.s[self.i:self.i + 12]!r}")
 
     def until(self, stops: str) -> str:
         j = self.i
@@ -171,11 +173,12 @@ def _parse_shape(text: str) -> tuple[Shape | None, bool]:
 
 def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
     """Parse one line into (full name, instruction with full names, has target_id)."""
-    m = _LINE.match(line.strip())
+    stripped = line.strip()
+    m = _LINE.match(stripped)
     if not m:
         raise ValueError("expected '<name> = <op>...'")
     full, rest = m.group("name"), m.group("rest")
-    c = _Cursor(rest)
+    c = _Cursor(rest, base=len(line) - len(line.lstrip()) + m.start("rest"))
     ins = Instruction(full, "")
     if c.eat("@param:"):
         ins.op, ins.param = "@param", c.until(" ,").strip()

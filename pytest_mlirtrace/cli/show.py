@@ -1,0 +1,110 @@
+"""``mlirtrace show FILE``: a module in both notations, MIGraphX text and MLIR.
+
+The file is MIGraphX module text (``x0 = @param:x0 -> float_type, {..}, {..}``) or MLIR in
+the migraphx dialect (``module { func.func ... }``); which one is detected from the text.
+For MLIR every func is shown; funcs that cannot be turned into a module are reported on
+stderr as ``FILE:LINE:COL: @name: unsupported|invalid: reason``.
+
+Exit status: 0 every func shown, 1 some funcs could not be shown, 2 the file could not be
+read or parsed (``FILE:LINE:COL: message`` on stderr) or nothing could be shown.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+
+def add_parser(subparsers, name: str = "show") -> argparse.ArgumentParser:
+    p = subparsers.add_parser(name, help="print a module file as MIGraphX text and as MLIR",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p.add_argument("file", metavar="FILE", help="MIGraphX module text or MLIR file ('-' for stdin)")
+    p.add_argument("--types", choices=("tensor", "shaped"), default=None,
+                   help="MLIR type syntax: tensor<..> or !migraphx.shaped<..> "
+                        "(default: the input's own for MLIR, tensor for MIGraphX text)")
+    p.add_argument("--arch", default=None, help="arch attribute of the emitted func (default: the input's, "
+                                                "else pocl-cpu)")
+    p.add_argument("--num-cu", type=int, default=None, help="num_cu attribute (default: the input's, else 1)")
+    p.add_argument("--only", choices=("migraphx", "mlir"), default=None, help="print just one of the two forms")
+    return p
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _section(title: str, body: str, out) -> None:
+    out.write(f"// ---- {title}\n")
+    out.write(body if body.endswith("\n") else body + "\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_mlirtrace.ir.text import TextParseError, parse_module, print_module
+    from pytest_mlirtrace.mlir import FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir
+
+    out, err = sys.stdout, sys.stderr
+    path = args.file
+    try:
+        text = _read(path)
+    except OSError as e:
+        print(f"{path}:1:1: cannot read: {e.strerror or e}", file=err)
+        return 2
+    source = "<stdin>" if path == "-" else path
+
+    if not is_mlir(text):
+        try:
+            module = parse_module(text, source=source)
+        except TextParseError as e:
+            m = re.search(r"at column (\d+)", str(e))
+            col = int(m.group(1)) if m else 1
+            msg = str(e).split("\n", 1)[0]
+            msg = msg[len(f"{source}:{e.line}: "):] if msg.startswith(f"{source}:{e.line}: ") else msg
+            print(f"{source}:{e.line}:{col}: {msg}", file=err)
+            return 2
+        syntax = args.types or "tensor"
+        try:
+            mlir = emit_mlir(module, arch=args.arch or "pocl-cpu",
+                             num_cu=1 if args.num_cu is None else args.num_cu, type_syntax=syntax)
+        except Exception as e:  # a module the MLIR printer cannot write (e.g. an op with no MLIR form)
+            print(f"{source}:1:1: cannot write as MLIR: {e}", file=err)
+            return 2
+        if args.only != "mlir":
+            _section("migraphx", print_module(module), out)
+        if args.only != "migraphx":
+            _section(f"mlir ({syntax})", mlir, out)
+        return 0
+
+    try:
+        funcs = parse_mlir(text, source)
+    except MLIRParseError as e:
+        print(f"{e.location}: {e.msg}", file=err)
+        return 2
+    if not funcs:
+        print(f"{source}:1:1: no func.func found", file=err)
+        return 2
+    shown = 0
+    for f in funcs:
+        if not f.ok:
+            print(f"{f.location}: @{f.name}: {f.status}: {f.reason}", file=err)
+            continue
+        syntax = args.types or ("shaped" if f.type_syntax in ("shaped", "mixed") else "tensor")
+        attrs = FuncAttrs(f.attrs.arch, f.attrs.kernel, f.attrs.num_cu, f.attrs.prefix, dict(f.attrs.extra))
+        if args.arch is not None:
+            attrs.arch = args.arch
+        if args.num_cu is not None:
+            attrs.num_cu = args.num_cu
+        mlir = "module {\n" + emit_func(f.module, attrs=attrs, type_syntax=syntax, name=f.name) + "}\n"
+        out.write(f"// ==== @{f.name} ({f.location})\n")
+        if args.only != "mlir":
+            _section("migraphx", print_module(f.module), out)
+        if args.only != "migraphx":
+            _section(f"mlir ({syntax})", mlir, out)
+        shown += 1
+    if shown == 0:
+        return 2
+    return 0 if shown == len(funcs) else 1

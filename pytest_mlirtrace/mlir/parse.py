@@ -1,0 +1,527 @@
+"""MLIR text (migraphx dialect) -> :class:`~pytest_mlirtrace.ir.Module`, with verification.
+
+Each ``func.func`` of the text is cut out (:mod:`.split`), parsed by xDSL with the
+migraphx dialect (:mod:`.dialect`), then turned into a module by running the IR's shape
+rules on it.  A func comes back as a :class:`ParsedFunc` that is one of
+
+* ``ok``: ``.module`` holds the program; every printed result type agreed with the rules;
+* ``unsupported``: it uses an op or element type the IR does not have (convolution,
+  quantizelinear, ``mhal.launch``, ``f4E2M1FN``...) or is only a declaration; the reason
+  names the op / type and its line:column;
+* ``invalid``: well-formed MLIR whose types break the shape rules; the reason says how.
+
+Malformed text raises :class:`~.errors.MLIRParseError` with file:line:column.
+
+Parameter names: MLIR has none (``%arg0`` is a position), so params are named ``x0``,
+``x1``... zero-padded to the same width (``x00``..``x11`` for 12 args) so that sorting by name
+(the order of :meth:`Module.params`, hence of the emitted arguments) is the argument order.
+Pass ``param_names`` (e.g. ``[p.param for p in module.params()]`` of the module the MLIR was
+emitted from) to get the original names back.  Instructions are named ``@0``, ``@1``... by
+position, as MIGraphX names them.
+
+What the checks allow (they accept what MIGraphX itself emits):
+* element types: ``i32`` = ``si32``; a bool result may be printed ``i8`` (MIGraphX's boolean
+  at the rocMLIR boundary); a comparison may print its input type (rocMLIR style);
+* strides (``!migraphx.shaped`` only): view ops (transpose, broadcast, multibroadcast, slice,
+  squeeze, unsqueeze) must print the strides their rule gives for the printed input, or
+  for a standard (contiguous) input -- MIGraphX drops ``contiguous`` when it emits MLIR --
+  or standard strides (rocMLIR's own tests give intermediate values a standard layout);
+  ops that make a new value (pointwise, dot, reduce, softmax) may print the rule's strides
+  or any packed layout; reshape's strides are not checked (rocMLIR keeps broadcast strides).
+  The module keeps the printed strides (the func's result types are the output layout).
+* ``perf_config`` op attributes are tuning annotations, not op attributes: they are kept
+  in :attr:`ParsedFunc.perf_configs` and not in the module.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr,
+                                   IntegerType, ModuleOp, StringAttr, TensorType, UnitAttr, UnregisteredOp)
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import ParseError
+
+from pytest_mlirtrace.ir.dtypes import BY_TYPE_ID
+from pytest_mlirtrace.ir.module import Instruction, IRError, Module
+from pytest_mlirtrace.ir.ops import COMPARE_OPS, RULES
+from pytest_mlirtrace.ir.shape import Shape
+
+from . import split
+from .dialect import MIGraphXOp, TrackingParser, UnknownCustomOp, make_context
+from .errors import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, line_col
+from .funcattrs import FuncAttrs
+from .literals import storage_from_values
+from .types import TypeProblem, attr_text, dtype_of, same_dtype, shape_of
+
+# MIGraphX's own order of each op's attributes (MLIR prints them sorted by name)
+ATTR_ORDER = {
+    "multibroadcast": ("out_lens", "out_dyn_dims"),
+    "broadcast": ("axis", "out_lens", "out_dyn_dims"),
+    "transpose": ("permutation",),
+    "reshape": ("dims",),
+    "slice": ("axes", "starts", "ends"),
+    "squeeze": ("axes",),
+    "unsqueeze": ("axes", "steps"),
+    "softmax": ("axis",),
+    "convert": ("target_type",),
+    "reduce_sum": ("axes",), "reduce_max": ("axes",), "reduce_min": ("axes",), "reduce_mean": ("axes",),
+}
+VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice", "squeeze", "unsqueeze"})
+MLIR_ONLY_ATTRS = frozenset({"perf_config"})
+
+
+class RawAttr(str):
+    """An op attribute kept as MLIR text (a kind of attribute the IR has no value type for)."""
+
+
+@dataclass
+class ParsedFunc:
+    name: str
+    line: int
+    column: int
+    source: str = "<mlir>"
+    attrs: FuncAttrs = field(default_factory=FuncAttrs)
+    module: Module | None = None
+    unsupported: str | None = None        # why the IR cannot hold it (op / type, with line:col)
+    invalid: str | None = None            # why it fails verification (with line:col)
+    private: bool = False
+    declaration: bool = False
+    type_syntax: str | None = None        # "tensor", "shaped" or "mixed"
+    arg_names: list[str] = field(default_factory=list)
+    param_names: list[str] = field(default_factory=list)
+    perf_configs: list[str] = field(default_factory=list)
+    text: str = ""                        # the func's own source text
+    func_op: FuncOp | None = field(default=None, repr=False)   # the xDSL op, when xDSL could parse it
+
+    @property
+    def ok(self) -> bool:
+        return self.module is not None
+
+    @property
+    def reason(self) -> str | None:
+        return self.unsupported or self.invalid
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else ("unsupported" if self.unsupported else "invalid")
+
+    @property
+    def location(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+    def __str__(self) -> str:
+        return f"@{self.name} ({self.location}): {self.status}" + (f": {self.reason}" if self.reason else "")
+
+
+_CTX = None
+
+
+def _ctx():
+    global _CTX
+    if _CTX is None:
+        _CTX = make_context()
+    return _CTX
+
+
+def _parse_error(e: ParseError, source: str, text: str, start: int = 0) -> MLIRParseError:
+    """xDSL's error in our terms; a few of its messages are made more precise."""
+    pos, msg = e.span.start, e.msg.strip()
+    m = re.match(r"values used but not defined: \[(%[^\],]+)", msg)
+    if m:
+        use = re.search(re.escape(m.group(1)) + r"(?![\w$.-])", text[start:])
+        if use:
+            pos = start + use.start()
+        msg = f"value {m.group(1)} is used but never defined"
+    elif not text[pos:].strip():
+        msg = "unexpected end of input" + (": a '{' is never closed" if "block" in msg else f" ({msg})")
+        pos = len(text.rstrip())          # report it where the text stops, not on the empty line after
+    elif e.msg.startswith(" "):
+        msg = "syntax error" + e.msg
+    line, col = line_col(text, pos)
+    return MLIRParseError(msg, source, line, col, text)
+
+
+def _xdsl_parse(text: str, source: str) -> tuple[ModuleOp, TrackingParser]:
+    p = TrackingParser(_ctx(), text, source)
+    try:
+        return p.parse_module(), p
+    except (ParseError, UnknownCustomOp):
+        raise
+    except Exception as e:          # xDSL asserts on some malformed input; report it where it stopped
+        from xdsl.utils.lexer import Span
+
+        pos = p.pos
+        msg = str(e).split("\n")[0]
+        if isinstance(e, AssertionError) and msg.startswith("Unexpected token"):
+            msg = "unexpected " + p._current_token.text.__repr__()
+        raise ParseError(Span(pos, pos + 1, p.lexer.input), f"cannot parse this ({msg})") from None
+
+
+def _has_tokens(text: str) -> bool:
+    for raw in text.splitlines():
+        s = raw.strip()
+        if s and not s.startswith("//"):
+            return True
+    return False
+
+
+def parse_mlir(text: str, source: str = "<mlir>", param_names: list[str] | None = None) -> list[ParsedFunc]:
+    """Every ``func.func`` of ``text``, each parsed, converted and verified (see the module doc)."""
+    split.check_strings(text, source)
+    try:
+        spans = split.find_funcs(text, source)
+    except MLIRParseError as scan_error:
+        # the bracket scan knows only that something is unbalanced; xDSL usually knows what
+        try:
+            _xdsl_parse(text, source)
+        except ParseError as e:
+            raise _parse_error(e, source, text) from None
+        except UnknownCustomOp:
+            pass
+        raise scan_error from None
+    skeleton = split.without(text, [(s.start, s.end) for s in spans])
+    if _has_tokens(skeleton):
+        try:
+            _xdsl_parse(skeleton, source)
+        except ParseError as e:
+            raise _parse_error(e, source, text) from None
+        except UnknownCustomOp as e:
+            line, col = line_col(text, e.pos)
+            raise MLIRParseError(f"{e}; expected only modules and func.func at the top level", source, line, col,
+                                 text) from None
+    return [_parse_func(text, span, source, param_names) for span in spans]
+
+
+def _parse_func(text: str, span: split.FuncSpan, source: str, param_names: list[str] | None) -> ParsedFunc:
+    line, col = line_col(text, span.start)
+    pf = ParsedFunc(span.name, line, col, source, private=span.private, declaration=not span.has_body,
+                    text=text[span.start:span.end])
+    one = split.only(text, [(span.start, span.end)])
+    try:
+        mod, parser = _xdsl_parse(one, source)
+    except UnknownCustomOp as e:
+        l2, c2 = line_col(text, e.pos)
+        pf.unsupported = (f"op {e.name} at {l2}:{c2} not supported (written in the custom syntax of a dialect "
+                          "mlirtrace has no grammar for)")
+        return pf
+    except ParseError as e:
+        raise _parse_error(e, source, text, span.start) from None
+    funcs = [op for op in mod.ops if isinstance(op, FuncOp)]
+    if len(funcs) != 1:
+        raise MLIRParseError(f"expected one func.func here, found {len(funcs)}", source, line, col, text)
+    fn = funcs[0]
+    pf.func_op = fn
+    pf.attrs = _func_attrs(fn)
+    if not span.has_body:
+        pf.unsupported = "declaration only (func.func without a body)"
+        return pf
+    _Converter(pf, fn, parser.op_positions, text, param_names).run()
+    return pf
+
+
+def _py(attr: Attribute):
+    """An op attribute as the IR keeps it (ints, floats, strings, lists, bools)."""
+    if isinstance(attr, IntegerAttr):
+        v = attr.value.data
+        if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
+            return bool(v)
+        return int(v)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, ArrayAttr):
+        return [_py(a) for a in attr.data]
+    if isinstance(attr, UnitAttr):
+        return True
+    if isinstance(attr, DenseArrayBase):
+        return list(attr.get_values())
+    return RawAttr(attr_text(attr))
+
+
+def _func_attrs(fn: FuncOp) -> FuncAttrs:
+    entries = {}
+    for k, v in fn.attributes.items():
+        val = _py(v)
+        entries[k] = (None if isinstance(val, RawAttr) else val, None if isinstance(v, UnitAttr) else attr_text(v))
+    return FuncAttrs.from_entries(entries)
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Converter:
+    def __init__(self, pf: ParsedFunc, fn: FuncOp, positions: dict[int, int], text: str,
+                 param_names: list[str] | None):
+        self.pf, self.fn, self.positions, self.text = pf, fn, positions, text
+        self.param_names = param_names
+        self.names: dict[int, str] = {}        # id(SSAValue) -> instruction name
+        self.syntaxes: set[str] = set()
+        self.m = Module(name=None)
+
+    # ---- helpers ------------------------------------------------------------
+    def where(self, op: Operation | None) -> str:
+        pos = self.positions.get(id(op)) if op is not None else None
+        if pos is None:
+            return f"{self.pf.line}:{self.pf.column}"
+        line, col = line_col(self.text, pos)
+        return f"{line}:{col}"
+
+    def unsupported(self, msg: str) -> None:
+        self.pf.unsupported = msg
+        raise _Stop
+
+    def invalid(self, msg: str) -> None:
+        self.pf.invalid = msg
+        raise _Stop
+
+    def shape(self, t: Attribute, what: str, op: Operation | None) -> Shape:
+        try:
+            s, syntax = shape_of(t)
+        except TypeProblem as e:
+            self.unsupported(f"{what} at {self.where(op)}: {e}")
+        self.syntaxes.add(syntax)
+        return s
+
+    def arg_where(self, i: int, name: str) -> str:
+        start = self.text.find("%" + name, self.text.find("(", self.positions.get(id(self.fn), 0)))
+        pos = start if start >= 0 else self.positions.get(id(self.fn), 0)
+        line, col = line_col(self.text, pos)
+        return f"{line}:{col}"
+
+    # ---- the walk -----------------------------------------------------------
+    def run(self) -> None:
+        n = len(self.fn.body.blocks.first.args) if self.fn.body.blocks.first is not None else 0
+        if self.param_names is not None and len(self.param_names) != n:
+            raise ValueError(f"@{self.pf.name} has {n} arguments, {len(self.param_names)} param names given")
+        try:
+            self._run()
+        except _Stop:
+            self.pf.module = None
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
+            # something in the text the checks above did not foresee: a reason, not a crash
+            self.pf.module = None
+            self.pf.invalid = f"cannot convert @{self.pf.name}: {type(e).__name__}: {e}"
+        finally:
+            s = self.syntaxes
+            self.pf.type_syntax = None if not s else (s.pop() if len(s) == 1 else "mixed")
+
+    def _problems_first(self, ops: list[Operation]) -> None:
+        """Report every op the IR cannot hold at once (the reason lists them, first first)."""
+        bad = []
+        for op in ops:
+            name = self.op_name(op)
+            if isinstance(op, MIGraphXOp):
+                short = op.short_name
+                if short not in RULES and short != "literal":
+                    bad.append(f"op {name} at {self.where(op)}")
+                elif "mlirtrace.scaled_by" in op.attributes:
+                    bad.append(f"op {name} with 'scaled by' operands at {self.where(op)}")
+            elif isinstance(op, ReturnOp):
+                continue
+            elif isinstance(op, UnregisteredOp) and name == "tosa.const":
+                continue
+            else:
+                extra = f" (calls @{op.callee.root_reference.data})" if isinstance(op, CallOp) else ""
+                bad.append(f"op {name}{extra} at {self.where(op)}")
+        if bad:
+            more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+            self.unsupported(", ".join(bad[:3]) + more + " not supported")
+
+    @staticmethod
+    def op_name(op: Operation) -> str:
+        if isinstance(op, UnregisteredOp):
+            return op.op_name.data
+        return op.name
+
+    def _run(self) -> None:
+        fn = self.fn
+        block = fn.body.blocks.first
+        ops = list(block.ops)
+        self._problems_first(ops)
+        args = list(block.args)
+        self.pf.arg_names = [a.name_hint or f"arg{i}" for i, a in enumerate(args)]
+        n = len(args)
+        if self.param_names is not None:
+            pnames = list(self.param_names)
+        else:
+            width = len(str(n - 1)) if n > 1 else 1
+            pnames = [f"x{i:0{width}d}" for i in range(n)]
+        self.pf.param_names = pnames
+        for i, a in enumerate(args):
+            try:
+                s, syntax = shape_of(a.type)
+            except TypeProblem as e:
+                self.unsupported(f"argument %{self.pf.arg_names[i]} at {self.arg_where(i, self.pf.arg_names[i])}: {e}")
+            self.syntaxes.add(syntax)
+            self.m.add_param(pnames[i], s.dtype, s.lens, s.strides)
+            self.names[id(a)] = pnames[i]
+        returned = False
+        for op in ops:
+            if returned:
+                self.invalid(f"{self.op_name(op)} at {self.where(op)} comes after the return")
+            if isinstance(op, ReturnOp):
+                self._return(op)
+                returned = True
+            elif isinstance(op, UnregisteredOp):
+                self._tosa_const(op)
+            else:
+                self._migraphx(op)
+        if not returned:
+            self.invalid(f"@{self.pf.name} has no return")
+        try:
+            self.m.verify()
+        except IRError as e:
+            self.invalid(f"verification: {e}")
+        self.pf.module = self.m
+
+    def _input(self, v) -> str:
+        return self.names[id(v)]
+
+    def _return(self, op: ReturnOp) -> None:
+        outs = list(self.fn.function_type.outputs.data)
+        got = [v.type for v in op.operands]
+        if got != outs:
+            self.invalid(f"return at {self.where(op)} returns ({', '.join(map(attr_text, got))}) but the func's "
+                         f"result types are ({', '.join(map(attr_text, outs))})")
+        self.m.add_return(*[self._input(v) for v in op.operands])
+
+    def _literal(self, op: Operation, value: Attribute, out: Attribute) -> None:
+        where = self.where(op)
+        shape = self.shape(out, f"result of {self.op_name(op)}", op)
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            self.unsupported(f"{self.op_name(op)} at {where}: value {attr_text(value)} is not a dense<> literal")
+        vt = value.type
+        if not isinstance(vt, TensorType):
+            self.unsupported(f"{self.op_name(op)} at {where}: value type {attr_text(vt)} is not a tensor")
+        vdt = dtype_of(vt.element_type)
+        if vdt is None:
+            self.unsupported(f"{self.op_name(op)} at {where}: element type {attr_text(vt.element_type)} "
+                             "is not supported")
+        if tuple(vt.get_shape()) != shape.lens:
+            self.invalid(f"{self.op_name(op)} at {where}: value of shape {list(vt.get_shape())} for a result of "
+                         f"lens {list(shape.lens)}")
+        if not same_dtype(vdt, shape.dtype) and not same_dtype(shape.dtype, vdt):
+            self.invalid(f"{self.op_name(op)} at {where}: value of type {vdt.mlir} for a result of "
+                         f"type {shape.dtype.mlir}")
+        values = value.get_values()
+        storage = storage_from_values(np.asarray(values).reshape(-1) if len(values) != 1 else values[0],
+                                      shape.dtype, shape.lens)
+        name = self.m.add_literal(storage, shape.dtype, shape.lens, shape.strides, name=f"@{len(self.m.instructions)}")
+        self.names[id(op.results[0])] = name
+
+    def _tosa_const(self, op: UnregisteredOp) -> None:
+        if "value" not in op.attributes or len(op.results) != 1 or op.operands:
+            self.unsupported(f"op tosa.const at {self.where(op)}: expected no operands, one result and a value")
+        self._literal(op, op.attributes["value"], op.results[0].type)
+
+    def _migraphx(self, op: MIGraphXOp) -> None:
+        from xdsl.utils.exceptions import VerifyException
+
+        where = self.where(op)
+        try:
+            op.verify()             # IRDL: operand / result / attribute constraints, then verify_()
+        except VerifyException as e:
+            self.invalid(f"{op.name} at {where}: {e}")
+        short = op.short_name
+        if short == "literal":
+            self._literal(op, op.attributes.get("value"), op.results[0].type)
+            return
+        out = self.shape(op.results[0].type, f"result of {op.name}", op)
+        in_shapes = [self.m.get(self._input(v)).shape for v in op.operands]
+        attrs = {}
+        order = ATTR_ORDER.get(short, ())
+        keys = [k for k in order if k in op.attributes] + sorted(k for k in op.attributes if k not in order)
+        for k in keys:
+            if k in MLIR_ONLY_ATTRS:
+                v = _py(op.attributes[k])
+                if k == "perf_config":
+                    self.pf.perf_configs.append(str(v))
+                continue
+            attrs[k] = _py(op.attributes[k])
+        if short == "convert":
+            t = attrs.get("target_type")
+            if t is None:
+                attrs["target_type"] = out.dtype.type_id
+            elif not isinstance(t, int) or t not in BY_TYPE_ID:
+                self.invalid(f"{op.name} at {where}: unknown target_type {t!r}")
+            elif not same_dtype(out.dtype, BY_TYPE_ID[t]):
+                self.invalid(f"{op.name} at {where}: target_type = {t} ({BY_TYPE_ID[t].migraphx}) but the result "
+                             f"type is {out.dtype.mlir}")
+        name = f"@{len(self.m.instructions)}"
+        try:
+            self.m.add(short, *[self._input(v) for v in op.operands], name=name, **attrs)
+        except IRError as e:
+            self.invalid(f"{op.name} at {where}: {e}")
+        ins = self.m.get(name)
+        self._check(op, ins, out, in_shapes)
+        self.names[id(op.results[0])] = name
+
+    def _check(self, op: MIGraphXOp, ins: Instruction, printed: Shape, in_shapes: list[Shape]) -> None:
+        rule = ins.shape
+        where = self.where(op)
+        short = op.short_name
+        if printed.lens != rule.lens:
+            self.invalid(f"{op.name} at {where}: result lens {list(printed.lens)} but the shape rule gives "
+                         f"{list(rule.lens)}")
+        ok_dtype = same_dtype(printed.dtype, rule.dtype) or (
+            short in COMPARE_OPS and in_shapes and printed.dtype == in_shapes[0].dtype)
+        if not ok_dtype:
+            self.invalid(f"{op.name} at {where}: result type {printed.dtype.mlir} but the shape rule gives "
+                         f"{rule.dtype.mlir}")
+        if isinstance(op.results[0].type, TensorType):
+            ins.shape = Shape(rule.dtype, rule.lens, rule.strides)
+            return
+        if not self._strides_ok(ins, printed, rule, in_shapes):
+            self.invalid(f"{op.name} at {where}: result strides {list(printed.strides)} but the shape rule gives "
+                         f"{list(rule.strides)}")
+        ins.shape = Shape(rule.dtype, rule.lens, printed.strides)
+
+    def _strides_ok(self, ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> bool:
+        if printed.strides == rule.strides:
+            return True
+        op = ins.op
+        if op == "reshape":
+            return True
+        if op in VIEW_STRIDE_OPS:
+            from pytest_mlirtrace.ir.ops import infer_shape
+
+            alt = infer_shape(ins, [s.as_standard() for s in in_shapes])
+            return alt.strides == printed.strides or printed.standard
+        return printed.packed
+
+
+def parse_mlir_module(text: str, source: str = "<mlir>", param_names: list[str] | None = None,
+                      name: str | None = None) -> Module:
+    """The module of the func ``name``, else of the only / first func that converts.
+
+    Raises :class:`MLIRParseError` for malformed text, :class:`MLIRVerifyError` when the func
+    breaks the shape rules and :class:`MLIRUnsupportedError` when no func can be converted.
+    """
+    funcs = parse_mlir(text, source, param_names)
+    if not funcs:
+        raise MLIRParseError("no func.func found", source, 1, 1, text)
+    if name is not None:
+        funcs = [f for f in funcs if f.name == name]
+        if not funcs:
+            raise MLIRParseError(f"no func.func @{name}", source, 1, 1, text)
+    for f in funcs:
+        if f.ok:
+            return f.module
+    first_invalid = next((f for f in funcs if f.invalid), None)
+    if first_invalid is not None and len(funcs) == 1:
+        f = first_invalid
+        line, col = _reason_pos(f.invalid, f.line, f.column)
+        raise MLIRVerifyError(f"@{f.name}: {f.invalid}", source, line, col, text)
+    why = "; ".join(f"@{f.name}: {f.reason}" for f in funcs)
+    raise MLIRUnsupportedError(f"no func can be converted to a module: {why}", source, funcs[0].line,
+                               funcs[0].column, text)
+
+
+def _reason_pos(reason: str, line: int, col: int) -> tuple[int, int]:
+    m = re.search(r" at (\d+):(\d+)", reason)
+    return (int(m.group(1)), int(m.group(2))) if m else (line, col)

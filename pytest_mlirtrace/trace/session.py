@@ -6,16 +6,11 @@ It always records every event in a :class:`TraceLog` and prints the MIGraphX-sty
 from __future__ import annotations
 
 from ..ir import Module, parse_module
-from ..mlir import parse_mlir_module
+from ..mlir import is_mlir, parse_mlir_module
 from ..tuning import Pipeline
 from .config import TraceConfig
 from .recorder import TraceLog
 from .text_sink import TextSink
-
-
-def is_mlir(text: str) -> bool:
-    body = "\n".join(l for l in text.splitlines() if not l.strip().startswith("//"))
-    return "func.func" in body or "migraphx." in body
 
 
 def load_module(source, name: str = "<text>") -> tuple[Module, str | None]:

@@ -1,0 +1,64 @@
+"""Shared helpers of the benchmark scripts: modules, numpy timing, environment report."""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from pytest_mlirtrace.ir import Module
+
+
+def seed_module(dt="f32", g=1, heads=12, seq=384, hd=64, n=768) -> Module:
+    """The seed's fused op transpose -> reshape -> dot -> add (g batches)."""
+    k = heads * hd
+    m = Module(name="mlir_main:pointwise4")
+    y1 = m.add_param("y1.0", dt, [g, k, n])
+    x1 = m.add_param("x1", dt, [g, seq, n])
+    y0 = m.add_param("y0", dt, [g, heads, seq, hd])
+    t = m.add("transpose", y0, permutation=[0, 2, 1, 3])
+    r = m.add("reshape", m.add("contiguous", t), dims=[0, 0, k])
+    m.add_return(m.add("add", m.add("dot", r, y1), x1))
+    return m
+
+
+def square_module(dt="f32", g=1, m_=1024, n=1024, k=1024) -> Module:
+    """dot + add with a transposed A: the same fused pattern at a square size."""
+    m = Module()
+    a = m.add_param("a", dt, [g, k, m_])
+    b = m.add_param("b", dt, [g, k, n])
+    c = m.add_param("c", dt, [g, m_, n])
+    at = m.add("transpose", a, permutation=[0, 2, 1])
+    m.add_return(m.add("add", m.add("dot", at, b), c))
+    return m
+
+
+def numpy_ms(fn, repeats=7, warmup=2) -> float:
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def blas_info() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+
+        infos = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')} threads={i.get('num_threads')}"
+                 for i in threadpool_info() if i.get("user_api") == "blas"]
+        return "; ".join(infos) or "unknown"
+    except ImportError:
+        return "threadpoolctl not installed"
+
+
+def env_report(device) -> str:
+    keys = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")
+    env = ", ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ) or "no BLAS overrides"
+    return (f"machine: {platform.machine()} {os.cpu_count()} cpus; numpy {np.__version__}; blas: {blas_info()}; "
+            f"{env}\ndevice: {device.name} [{device.platform}] key={device.key_name}")

@@ -1,0 +1,96 @@
+"""The seed's fused op on one device: fastest tuned solution vs numpy, and vs our own unfused kernels.
+
+    python benchmarks/bench_seed.py [--device D] [--cases seed,square,batched] [--dtypes f32,f16]
+
+numpy does the same op (transpose + reshape + matmul + add, f32 BLAS; f16 inputs are cast to f32 and
+the result back, numpy having no f16 GEMM of its own) on the same machine in the same run. "unfused" is the
+same computation as three of our kernels (transpose+contiguous copy, dot, add), each tuned, times added up.
+Ratios > 1 mean the fused kernel is slower.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import numpy as np  # noqa: E402
+
+from _common import env_report, numpy_ms, seed_module, square_module  # noqa: E402
+from pytest_mlirtrace.ir import Module, random_inputs  # noqa: E402
+from pytest_mlirtrace.tuning import Pipeline, TuningDatabase  # noqa: E402
+
+CASES = {
+    "seed": lambda dt: seed_module(dt),                       # m=384 n=768 k=768
+    "square": lambda dt: square_module(dt, 1, 1024, 1024, 1024),
+    "batched": lambda dt: seed_module(dt, g=8),               # g=8, m=384 n=768 k=768
+}
+
+
+def unfused_modules(mod: Module) -> list[Module]:
+    """The fused op split into what an unfused runtime launches: view copy, dot, add."""
+    dt = mod.params()[0].shape.dtype.name
+    p = {i.param: i.shape for i in mod.params()}
+    a_name = "y0" if "y0" in p else "a"
+    a, b, c = p[a_name], p["y1.0" if "y1.0" in p else "b"], p["x1" if "x1" in p else "c"]
+    g = a.lens[0]
+    copy = Module()
+    x = copy.add_param("x", dt, a.lens)
+    perm = [0, 2, 1, 3] if a.rank == 4 else [0, 2, 1]
+    copy.add_return(copy.add("contiguous", copy.add("transpose", x, permutation=perm)))
+    m_, k = c.lens[1], b.lens[1]
+    dot = Module()
+    dot.add_return(dot.add("dot", dot.add_param("a", dt, [g, m_, k]), dot.add_param("b", dt, b.lens)))
+    add = Module()
+    add.add_return(add.add("add", add.add_param("a", dt, c.lens), add.add_param("b", dt, c.lens)))
+    return [copy, dot, add]
+
+
+def numpy_fn(mod: Module):
+    ins = random_inputs(mod, 0)
+    f32 = {k: v.astype(np.float32) for k, v in ins.items()}
+    if "y0" in f32:
+        y0, y1, x1 = f32["y0"], f32["y1.0"], f32["x1"]
+        g, h, s, d = y0.shape
+        return lambda: np.matmul(y0.transpose(0, 2, 1, 3).reshape(g, s, h * d), y1) + x1
+    a, b, c = f32["a"], f32["b"], f32["c"]
+    return lambda: np.matmul(a.transpose(0, 2, 1), b) + c
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--cases", default="seed,square,batched")
+    ap.add_argument("--dtypes", default="f32,f16")
+    ap.add_argument("--mode", default="quick", choices=("quick", "exhaustive"))
+    ap.add_argument("--no-unfused", action="store_true")
+    args = ap.parse_args()
+    db = TuningDatabase(os.path.join(tempfile.mkdtemp(), "tuning.json"))
+    pipe = Pipeline(args.device, database=db, repeats=7, timeout_s=120)
+    print(env_report(pipe.device))
+    print(f"{'case':<8} {'dtype':<5} {'problem':<28} {'fused_ms':>9} {'numpy_ms':>9} {'fused/np':>8} "
+          f"{'unfused_ms':>10} {'fused/unf':>9} {'GFLOP/s':>8}  solution")
+    for case in args.cases.split(","):
+        for dt in args.dtypes.split(","):
+            mod = CASES[case](dt)
+            res = pipe.tune(mod, mode=args.mode, use_database=False)
+            if res.best is None:
+                print(f"{case:<8} {dt:<5} no solution passed: {[r.detail for r in res.rows][:3]}")
+                continue
+            p = res.lowered.problem
+            np_ms = numpy_ms(numpy_fn(mod))
+            unf = None
+            if not args.no_unfused:
+                parts = [pipe.tune(u, mode=args.mode, use_database=False) for u in unfused_modules(mod)]
+                unf = sum(r.best_ms for r in parts) if all(r.best is not None for r in parts) else None
+            gflops = 2 * p.g * p.m * p.n * p.k / (res.best_ms * 1e6)
+            unf_s = f"{unf:10.3f} {res.best_ms / unf:9.2f}" if unf else f"{'-':>10} {'-':>9}"
+            print(f"{case:<8} {dt:<5} {f'g{p.g} m{p.m} n{p.n} k{p.k}':<28} {res.best_ms:9.3f} {np_ms:9.3f} "
+                  f"{res.best_ms / np_ms:8.2f} {unf_s} {gflops:8.1f}  {res.best.span.solution}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

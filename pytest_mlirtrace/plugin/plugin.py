@@ -1,1 +1,229 @@
-"""pytest plugin ``mlirtrace`` (being written)."""
+"""The ``mlirtrace`` pytest plugin (entry point ``pytest11: mlirtrace``).
+
+Active in every pytest run but silent and cheap until a test uses the ``mlirtrace`` fixture: this
+module imports only the standard library and pytest; OpenCL, the compiler and the reproducer
+writer are imported on the fixture's first use.
+
+Options (and ini keys):
+  ``--mlir-trace[=LEVEL]`` (``mlir_trace``)  trace dumps at LEVEL (bare: 1), what MIGRAPHX_TRACE_MLIR and
+                                           MIGRAPHX_TRACE_BENCHMARKING do (the env vars still work alone)
+  ``--mlir-repro-dir DIR`` (``mlir_repro_dir``, default ``reproducers`` under the rootdir)
+  ``--mlir-device SPEC``   (``mlir_device``; else ``MLIRTRACE_DEVICE``, else PoCL's CPU device)
+  ``--mlir-timeout S``     (``mlir_timeout``, default 30: seconds before a kernel counts as hung)
+  ``--mlir-no-repro``      (``mlir_repro = false``) write no reproducers
+
+Reproducers are written whenever a test that used the fixture fails (with or without
+``--mlir-trace``), at the end of the failing phase, one per distinct failure: a failed fixture
+call (wrong numbers, crash, hang, build error, too slow, ...) gives the reproducer of that
+failure; any other failure (an ``assert`` in the test body) gives an "assertion" reproducer of the
+last thing compiled, unless an unchecked fixture call (``check=False``) had failed before, whose
+failures are written instead. Expected failures (xfail) write nothing.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+STATE_KEY = pytest.StashKey["MlirtraceState"]()
+FACADE_KEY = pytest.StashKey["Mlirtrace"]()
+PROP_REPRO = "mlirtrace_repro"          # JSON of the WrittenRepro (what the terminal summary reads)
+PROP_SIGNATURE = "mlirtrace_signature"
+PROP_SCRIPT = "mlirtrace_reproducer"
+PROP_TICKET = "mlirtrace_ticket"
+SECTION = "mlirtrace: "
+
+
+# ------------------------------------------------------------------------------- options ---
+def pytest_addoption(parser):
+    g = parser.getgroup("mlirtrace", "mlirtrace (fused-op compiler traces and reproducers)")
+    g.addoption("--mlir-trace", dest="mlir_trace", nargs="?", const="1", default=None, metavar="LEVEL",
+                help="dump the migraphx module + MLIR before the first compile and each solution before it is "
+                     "benchmarked, at LEVEL 1-3 (bare: 1); sets MIGRAPHX_TRACE_MLIR and "
+                     "MIGRAPHX_TRACE_BENCHMARKING for the mlirtrace fixture (ini: mlir_trace)")
+    g.addoption("--mlir-repro-dir", dest="mlir_repro_dir", default=None, metavar="DIR",
+                help="where reproducers, tickets and INDEX.json go (ini: mlir_repro_dir; default: "
+                     "reproducers/ under the rootdir)")
+    g.addoption("--mlir-device", dest="mlir_device", default=None, metavar="SPEC",
+                help="OpenCL device for the mlirtrace fixture: pocl, nvidia, gpu, cpu, P:D, a name substring "
+                     "(ini: mlir_device; env MLIRTRACE_DEVICE)")
+    g.addoption("--mlir-timeout", dest="mlir_timeout", default=None, type=float, metavar="S",
+                help="seconds before a kernel counts as hung (ini: mlir_timeout; default 30)")
+    g.addoption("--mlir-no-repro", dest="mlir_no_repro", action="store_true", default=False,
+                help="write no reproducers for failing tests (ini: mlir_repro = false)")
+    parser.addini("mlir_trace", "mlirtrace trace level 0-3 (like --mlir-trace=LEVEL)", default="")
+    parser.addini("mlir_repro_dir", "mlirtrace reproducer directory (relative to the ini file)", default="")
+    parser.addini("mlir_device", "mlirtrace OpenCL device spec", default="")
+    parser.addini("mlir_timeout", "mlirtrace hang timeout in seconds", default="")
+    parser.addini("mlir_repro", "write mlirtrace reproducers for failing tests", type="bool", default=True)
+
+
+def _is_level(v: str) -> bool:
+    return v.strip().lower() in ("", "on", "off", "true", "false", "yes", "no") or v.strip().isdigit()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """``--mlir-trace tests/x.py``: the optional LEVEL must not swallow the path that follows."""
+    for i, a in enumerate(list(args)):
+        if a == "--":
+            break
+        if a == "--mlir-trace" and i + 1 < len(args) and not args[i + 1].startswith("-") \
+                and not _is_level(args[i + 1]):
+            args[i] = "--mlir-trace=1"
+
+
+class MlirtraceState:
+    """Per pytest process: options, the lazily made TraceSession and writer, what reports carried.
+
+    The OpenCL worker pool behind the session is the runtime's process-wide one (closed at exit)."""
+
+    def __init__(self, config):
+        self.config = config
+        opt = config.option
+        level = opt.mlir_trace if opt.mlir_trace is not None else (config.getini("mlir_trace") or None)
+        if level is not None and not _is_level(str(level)):
+            raise pytest.UsageError(f"--mlir-trace: LEVEL must be 0-3, got {level!r}")
+        self.level = level
+        if opt.mlir_repro_dir:
+            self.repro_dir = Path(config.invocation_params.dir, opt.mlir_repro_dir)
+        elif config.getini("mlir_repro_dir"):
+            base = config.inipath.parent if config.inipath else config.rootpath
+            self.repro_dir = Path(base, config.getini("mlir_repro_dir"))
+        else:
+            self.repro_dir = Path(config.rootpath, "reproducers")
+        self.device = opt.mlir_device or config.getini("mlir_device") or None
+        t = opt.mlir_timeout if opt.mlir_timeout is not None else (config.getini("mlir_timeout") or None)
+        try:
+            self.timeout_s = float(t) if t is not None else 30.0
+        except ValueError:
+            raise pytest.UsageError(f"mlir_timeout: a number of seconds, got {t!r}") from None
+        self.repro = not opt.mlir_no_repro and bool(config.getini("mlir_repro"))
+        self.started = time.time()
+        self._session = None
+        self._session_error: Exception | None = None
+        self._writer = None
+        self.reported: dict[tuple[str, str], dict] = {}    # (nodeid, signature) -> WrittenRepro dict + origin
+
+    def trace_session(self):
+        if self._session is None:
+            if self._session_error is not None:
+                raise self._session_error
+            from ..trace import TraceConfig, TraceSession
+            try:
+                self._session = TraceSession(self.device, config=TraceConfig.from_level(self.level),
+                                             timeout_s=self.timeout_s)
+            except Exception as e:   # noqa: BLE001 - no OpenCL device: every test using the fixture says so
+                self._session_error = e
+                raise
+        return self._session
+
+    def writer(self):
+        if self._writer is None:
+            from ..repro import ReproWriter
+            self._writer = ReproWriter(self.repro_dir)
+        return self._writer
+
+
+def pytest_configure(config):
+    state = MlirtraceState(config)
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(_Reporter(state), "mlirtrace-reporter")
+
+
+# ------------------------------------------------------------------------------- fixture ---
+@pytest.fixture
+def mlirtrace(request):
+    """Compile, tune and run fused ops on the OpenCL device; a failure fails the test and leaves a reproducer.
+
+    ``mlirtrace.run(source, solution=None, seed=0, max_ms=None)`` -> RunResult (fails the test on
+    wrong numbers, crash, hang, build error, or slower than ``max_ms``); ``.tune(source, mode="quick")``
+    -> TuneResult; ``.compile(source, solution=None)`` -> CompiledResult; ``.log`` (this test's
+    TraceLog); ``.last_span``. ``source``: MLIR text, MIGraphX text or an ``ir.Module``.
+    """
+    from .facade import Mlirtrace
+
+    facade = Mlirtrace(request.config.stash[STATE_KEY], request.node)
+    request.node.stash[FACADE_KEY] = facade
+    yield facade
+    facade.close()
+
+
+# ------------------------------------------------------------------------------- reports ---
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed phase of a test that compiled something: write its reproducers now (a process that dies
+    later loses nothing), add the report sections and the junit properties."""
+    outcome = yield
+    facade = item.stash.get(FACADE_KEY, None)
+    if facade is None or not facade.spans or call.excinfo is None:
+        return
+    rep = outcome.get_result()
+    if not rep.failed or rep.when == "teardown":      # an error tearing a fixture down is not the compiler's
+        return
+    try:
+        facade.report_failure(rep, call)
+    except Exception as e:   # noqa: BLE001 - never lose the test's own report
+        rep.sections.append((SECTION + "reproducer", f"mlirtrace could not write the reproducer: "
+                                                     f"{type(e).__name__}: {e}"))
+
+
+class _Reporter:
+    """Registered per config: collects the reproducers each report names (on the xdist controller
+    too, user_properties travel with the reports) and lists them in the terminal summary."""
+
+    def __init__(self, state: MlirtraceState):
+        self.state = state
+
+    def pytest_runtest_logreport(self, report):
+        if not report.failed:
+            return
+        for name, value in getattr(report, "user_properties", None) or ():
+            if name != PROP_REPRO:
+                continue
+            try:
+                d = json.loads(value)
+            except (TypeError, ValueError):
+                continue
+            self.state.reported.setdefault((report.nodeid, d["signature"]), dict(d, nodeid=report.nodeid))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        state = self.state
+        rows = list(state.reported.values())
+        extra = _written_elsewhere(state, rows) if terminalreporter.stats.get("failed") or rows else []
+        if not rows and not extra:
+            return
+        from ..repro.files import display_path as _rel
+
+        tr = terminalreporter
+        tr.write_sep("=", "mlirtrace reproducers")
+        by_sig: dict[str, list[dict]] = {}
+        for r in rows:
+            by_sig.setdefault(r["signature"], []).append(r)
+        for sig, rs in by_sig.items():
+            count = max(int(r["count"]) for r in rs)
+            tag = "new" if any(r["new"] for r in rs) else "repeat"
+            tr.write_line(f"{tag:<6} {sig}  {_rel(rs[0]['script_path'])}  (count {count}: "
+                          f"{', '.join(r['nodeid'] for r in rs)})")
+        for e in extra:
+            tr.write_line(f"{'index':<6} {e['signature']}  {_rel(str(state.repro_dir / e['script']))}  "
+                          f"(count {e['count']}, last from {e.get('last_origin')}: no test report named it)")
+        n_new = sum(1 for rs in by_sig.values() if any(r["new"] for r in rs))
+        tr.write_line(f"{len(by_sig) + len(extra)} reproducer(s), {n_new} new, in {_rel(str(state.repro_dir))}/ "
+                      f"(INDEX.md, INDEX.json); run one: python <reproducer>.py  (exit 0 = fixed, 1 = reproduces)")
+
+
+def _written_elsewhere(state, rows) -> list[dict]:
+    """Index entries updated during this session that no report named (a worker that died, say)."""
+    path = state.repro_dir / "INDEX.json"
+    if not path.exists():
+        return []
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8")).get("reproducers", {})
+    except (OSError, ValueError):
+        return []
+    named = {r["signature"] for r in rows}
+    return [e for sig, e in sorted(entries.items())
+            if sig not in named and float(e.get("last_seen", 0)) >= state.started]

@@ -1,0 +1,242 @@
+"""The ``mlirtrace`` fixture's object: a per-test facade over the per-process TraceSession.
+
+Imported on the fixture's first use only (it pulls in the compiler and the OpenCL runtime).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+import pytest
+
+from ..repro import FailureRecord, signature
+from ..repro.files import display_path as _rel
+from ..repro.payload import device_description, device_key
+from ..trace import TraceLog
+from ..tuning.events import CompileFailed
+from .plugin import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
+
+
+class Mlirtrace:
+    """``run`` / ``tune`` / ``compile`` a fused op; a failure fails the test (``check=False``: returned only).
+
+    ``log``: this test's :class:`TraceLog` (every event of every call); ``last_span``: the span of the
+    last thing compiled; ``spans``: all of them; ``failures``: the :class:`FailureRecord` of each failure.
+    """
+
+    def __init__(self, state, node):
+        self._state = state
+        self.node = node
+        self.log = TraceLog()
+        self.spans: list = []
+        self.last_span = None
+        self.failures: list[FailureRecord] = []
+        self._last_seed = 0
+        self._tuned = False
+        self._raised: dict[int, tuple[BaseException, list[FailureRecord]]] = {}
+        self._written: list[FailureRecord] = []      # records already written (identity)
+        self._session = None
+
+    # ---- plumbing ----------------------------------------------------------
+    @property
+    def session(self):
+        """The per-process TraceSession (made on first use, this test's log attached)."""
+        if self._session is None:
+            try:
+                s = self._state.trace_session()
+            except Exception as e:   # noqa: BLE001
+                pytest.fail(f"mlirtrace: no usable OpenCL device ({self._state.device or 'default'}): "
+                            f"{type(e).__name__}: {e}", pytrace=False)
+            s.log.clear()                 # the session's own log would only grow
+            s.pipeline.listeners.append(self.log)
+            self._session = s
+        return self._session
+
+    @property
+    def device(self):
+        return self.session.device
+
+    def close(self) -> None:
+        if self._session is not None:
+            with contextlib.suppress(ValueError):
+                self._session.pipeline.listeners.remove(self.log)
+
+    @contextlib.contextmanager
+    def _call(self, timeout_s=None):
+        """Per call: ``MLIRTRACE_INJECT`` as the environment has it now (the session outlives the test
+        that set it), and the hang timeout of this call."""
+        p = self.session.pipeline
+        old = p.timeout_s
+        p.inject = os.environ.get("MLIRTRACE_INJECT") or None
+        if timeout_s is not None:
+            p.timeout_s = float(timeout_s)
+        try:
+            yield
+        finally:
+            p.timeout_s = old
+
+    def _rec_kw(self) -> dict:
+        p = self.session.pipeline
+        return {"inject": p.inject or "", "timeout_s": p.timeout_s, "device_info": p.device}
+
+    def _note(self, span, seed: int) -> None:
+        if span is not None:
+            self.spans.append(span)
+            self.last_span = span
+            self._last_seed = seed
+
+    def _records_from_events(self, start: int, specs: dict, seed: int) -> list[FailureRecord]:
+        out = []
+        for ev in self.log.events[start:]:
+            if isinstance(ev, CompileFailed) and ev.span is not None:
+                rec = FailureRecord.from_event(ev, seed=seed, origin=self.node.nodeid,
+                                               spec=specs.get(ev.span.hash), **self._rec_kw())
+                rec.bench_table = self.log.bench_table() if self._tuned else ""
+                out.append(rec)
+        return out
+
+    def _fail(self, recs: list[FailureRecord], what: str = "") -> None:
+        self.failures.extend(recs)
+        first = recs[0]
+        s = first.span
+        lines = [f"mlirtrace: {first.kind}: {first.symbol} with solution {s.solution or '(none)'} on "
+                 f"{device_key(first)} ({first.stage} stage){what}"]
+        err = first.error.rstrip().splitlines() or [first.kind]
+        lines += ["  " + ln for ln in err[:12]] + (["  ..."] if len(err) > 12 else [])
+        lines.append(f"  problem key: {s.problem_key}")
+        lines.append(f"  signature: {signature(first)}" + (f" (+{len(recs) - 1} more failures)" if len(recs) > 1 else ""))
+        if self._state.repro:
+            lines.append(f"  reproducer: {_rel(self._state.repro_dir / (signature(first) + '.py'))} "
+                         "(see the 'mlirtrace: reproducer' section)")
+        exc = pytest.fail.Exception("\n".join(lines), pytrace=False)
+        self._raised[id(exc)] = (exc, recs)
+        raise exc
+
+    # ---- public API --------------------------------------------------------
+    def run(self, source, solution=None, seed: int = 0, max_ms: float | None = None, *, check: bool = True,
+            timeout_s: float | None = None, repeats: int | None = None):
+        """Compile with ``solution`` (else the best known: tuning database, else the default), run on
+        ``ir.random_inputs(module, seed)``, check against the oracle; fail the test on wrong numbers,
+        crash, hang, build error, launch error, or a median time above ``max_ms``."""
+        reps = repeats or (5 if max_ms is not None else 1)
+        with self._call(timeout_s):
+            res = self.session.run(source, solution=solution, seed=seed, repeats=reps)
+            kw = self._rec_kw()
+        self._note(res.compiled.span, seed)
+        slow = res.ok and max_ms is not None and res.time_ms is not None and res.time_ms > max_ms
+        if not res.ok or slow:
+            rec = FailureRecord.from_run(res, origin=self.node.nodeid, max_ms=max_ms, **kw)
+            rec.bench_table = self.log.bench_table() if self._tuned else ""
+            if check:
+                self._fail([rec])
+            self.failures.append(rec)
+        return res
+
+    def tune(self, source, mode: str = "quick", *, check: bool = True, use_database: bool = False,
+             solutions: list | None = None, timeout_s: float | None = None):
+        """Benchmark every solution of the quick list (``mode="exhaustive"``: the whole space), keep the
+        fastest correct one (stored in the tuning database); fail the test if any solution crashes,
+        hangs, fails to build or computes wrong numbers, or none works."""
+        start = len(self.log.events)
+        self._tuned = True
+        with self._call(timeout_s):
+            tr = self.session.tune(source, mode=mode, use_database=use_database, solutions=solutions)
+            recs = self._records_from_events(start, {c.span.hash: c.spec for c in tr.failures},
+                                             self.session.pipeline.seed)
+        self._note((tr.best.span if tr.best is not None else (tr.failures[0].span if tr.failures else None)),
+                   self.session.pipeline.seed)
+        if recs and (check or tr.best is None):
+            self._fail(recs, f"; {len(tr.failures)} of {len(tr.rows)} solutions failed")
+        if tr.best is None and check:
+            pytest.fail(f"mlirtrace: no solution of {tr.lowered.key} works", pytrace=False)
+        self.failures.extend(recs)
+        return tr
+
+    def compile(self, source, solution=None, *, check: bool = True):
+        """Lower and build one solution (the default one when none is given); fail the test if it does not build."""
+        start = len(self.log.events)
+        with self._call():
+            c = self.session.compile(source, solution)
+            recs = [] if c.ok else self._records_from_events(start, {c.span.hash: c.spec}, self.session.pipeline.seed)
+        self._note(c.span, self.session.pipeline.seed)
+        if not c.ok:
+            if check and recs:
+                self._fail(recs)
+            self.failures.extend(recs)
+        return c
+
+    # ---- the failing test's report ------------------------------------------
+    def _records_for(self, call) -> list[FailureRecord]:
+        exc = call.excinfo.value
+        hit = self._raised.get(id(exc))
+        if hit is not None and hit[0] is exc:
+            return hit[1]
+        pending = [r for r in self.failures if not self._was_written(r)]
+        if pending:
+            return pending
+        error = call.excinfo.exconly(tryshort=False) or call.excinfo.typename
+        return [FailureRecord("assertion", self.last_span, "test", error, seed=self._last_seed,
+                              origin=self.node.nodeid, **self._rec_kw())]
+
+    def _was_written(self, rec: FailureRecord) -> bool:
+        return any(rec is w for w in self._written)
+
+    def report_failure(self, rep, call) -> None:
+        recs = [r for r in self._records_for(call) if not self._was_written(r)]
+        if not recs:
+            return
+        written, errors = [], []
+        if self._state.repro:
+            writer = self._state.writer()
+            for r in recs:
+                try:
+                    written.append(writer.write(r))
+                except Exception as e:   # noqa: BLE001
+                    errors.append(f"{signature(r)}: {type(e).__name__}: {e}")
+                self._written.append(r)
+        first = recs[0]
+        s = first.span
+        add = rep.sections.append
+        add((SECTION + "migraphx module", s.module_text))
+        add((SECTION + "MLIR", s.mlir_text))
+        add((SECTION + "problem key and solution", _key_section(first, recs)))
+        if s.kernel_source:
+            add((SECTION + "kernel source", s.kernel_source))
+        if self._tuned and self.log.bench_table():
+            add((SECTION + "benchmark table", self.log.bench_table()))
+        add((SECTION + "reproducer", _repro_section(written, errors, self._state.repro)))
+        for w in written:
+            props = [(PROP_SIGNATURE, w.signature), (PROP_SCRIPT, str(w.script_path)),
+                     (PROP_TICKET, str(w.ticket_path)), (PROP_REPRO, json.dumps(w.to_dict()))]
+            rep.user_properties.extend(props)
+            self.node.user_properties.extend(props)
+
+
+def _key_section(first: FailureRecord, recs: list[FailureRecord]) -> str:
+    s = first.span
+    lines = [f"Problem: {s.problem_key}", f"Solution: {s.solution}", f"Device: {device_description(first)}",
+             f"Failure: {first.kind} at {first.stage}: {first.first_line}",
+             f"Seed: {first.seed}  span {s.hash}  mlir {s.mlir_hash}"]
+    if first.kind == "hang" and first.timeout_s is not None:
+        lines.append(f"Timeout: {first.timeout_s:g} s")
+    if first.inject:
+        lines.append(f"Injected fault: MLIRTRACE_INJECT={first.inject}")
+    for r in recs[1:]:
+        lines.append(f"Also: {r.kind} with solution {r.span.solution} at {r.stage}: {r.first_line}")
+    return "\n".join(lines)
+
+
+def _repro_section(written, errors, enabled: bool) -> str:
+    if not enabled:
+        return "reproducers are off (--mlir-no-repro / mlir_repro = false)"
+    lines = []
+    for w in written:
+        script = _rel(w.script_path)
+        state = "new" if w.new else f"seen before: {w.count} occurrences"
+        lines += [f"{script}  ({w.signature}, {state})",
+                  f"  run:        python {script}   (exit 0 = fixed, 1 = reproduces)",
+                  f"  standalone: python {script} --standalone   (numpy + pyopencl only)",
+                  f"  ticket:     {_rel(w.ticket_path)}"]
+    lines += [f"could not write {e}" for e in errors]
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""Shared pieces of the plugin's end-to-end tests: tiny modules, a conftest that plants hand-made
+kernel bugs (crash, build error) in the inner runs, and a way to run reproducers. (A module of its own:
+``from conftest import ...`` would find whichever conftest was imported last.)"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# A^T (m=3, k=5) x B (k=5, n=2): builds in about a second; every gemm fault fires on it with any solution
+# (wrong_transpose_stride: A transposed, m != k; infinite_loop and k_tail_off_by_one: k odd).
+DOT_T = """\
+a = @param:a -> float_type, {1, 5, 3}, {15, 3, 1}
+b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}
+@2 = transpose[permutation={0, 2, 1}](a) -> float_type, {1, 3, 5}, {15, 1, 3}
+@3 = dot(@2,b) -> float_type, {1, 3, 2}, {6, 2, 1}
+@4 = @return(@3)
+"""
+# k=4: k_tail_off_by_one fires for KPerBlock=8, not for KPerBlock=4
+DOT_K4 = DOT_T.replace("{1, 5, 3}, {15, 3, 1}", "{1, 4, 3}, {12, 3, 1}").replace(
+    "{1, 5, 2}, {10, 2, 1}", "{1, 4, 2}, {8, 2, 1}").replace("{1, 3, 5}, {15, 1, 3}", "{1, 3, 4}, {12, 1, 3}")
+
+NASTY_COMMENT = '// tricky: """ \'\'\' \\ \\\\ \\n \\x00 ${HOME} {0} %s ``` </details> """) ; import os; os._exit(3) #'
+NASTY_MLIR = NASTY_COMMENT + "\n" + """\
+module {
+""" + NASTY_COMMENT + """
+  func.func @mlir_transpose_dot(%arg0: tensor<1x5x3xf32>, %arg1: tensor<1x5x2xf32>) -> tensor<1x3x2xf32> attributes {arch = "pocl-cpu", kernel = "mixr", num_cu = 7 : i64} {
+    %0 = migraphx.transpose(%arg0) {permutation = [0, 2, 1]} : (tensor<1x5x3xf32>) -> tensor<1x3x5xf32>
+    %1 = migraphx.dot(%0, %arg1) : (tensor<1x3x5xf32>, tensor<1x5x2xf32>) -> tensor<1x3x2xf32>
+    return %1 : tensor<1x3x2xf32>
+  }
+}
+"""
+
+# conftest of the inner runs: PLANT=crash / PLANT=build_error turns the lowered kernel into a hand-made
+# broken one (the compiler itself stays correct, so the package path of the reproducer passes).
+PLANTING_CONFTEST = r'''
+import dataclasses
+import os
+
+import pytest
+
+from pytest_mlirtrace import codegen
+
+_lower = codegen.lower
+CRASH = "for (long j = 0; j < (1L << 40); j += 4096) ((__global volatile int *)0)[j] = 1;"
+
+
+def _planted(module, solution, limits, inject=None):
+    spec = _lower(module, solution, limits, inject=inject)
+    plant = os.environ.get("PLANT")
+    if plant == "build_error":
+        return dataclasses.replace(spec, source=spec.source + "\n#error planted build error\n")
+    if plant == "crash":
+        at = spec.source.index("{", spec.source.index("void " + spec.kernel_name + "(")) + 1
+        return dataclasses.replace(spec, source=spec.source[:at] + "\n  " + CRASH + spec.source[at:])
+    return spec
+
+
+@pytest.fixture(autouse=True)
+def _plant(monkeypatch):
+    monkeypatch.setattr(codegen, "lower", _planted)
+'''
+
+
+def repro_env(inject: str | None = None, no_package: bool = False, tmp: Path | None = None) -> dict:
+    from pytest_mlirtrace.runtime import ensure_opencl_env
+
+    ensure_opencl_env(import_pyopencl=False)   # the OpenCL setup the standalone path finds in the environment
+    env = {k: v for k, v in os.environ.items() if k not in ("MLIRTRACE_INJECT", "PLANT")}
+    if inject:
+        env["MLIRTRACE_INJECT"] = inject
+    if no_package:
+        fake = tmp / "fakepkg" / "pytest_mlirtrace"
+        fake.mkdir(parents=True, exist_ok=True)
+        (fake / "__init__.py").write_text("raise ImportError('pytest_mlirtrace is not installed here')\n")
+        env["PYTHONPATH"] = str(fake.parent)
+    return env
+
+
+def run_reproducers(jobs: list[tuple[Path, list[str], dict]], timeout: float = 240) -> list[subprocess.CompletedProcess]:
+    """Run reproducer scripts concurrently (each is its own process); results in order."""
+    procs = [subprocess.Popen([sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for script, args, env in jobs]
+    out = []
+    for p, (script, args, _env) in zip(procs, jobs):
+        text, _ = p.communicate(timeout=timeout)
+        out.append(subprocess.CompletedProcess([str(script), *args], p.returncode, text, ""))
+    return out

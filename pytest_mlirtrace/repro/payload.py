@@ -179,7 +179,8 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
 
     # outputs: the template's unpacking must read what codegen.unpack_outputs reads
     outs = [a for a in layout if a["kind"] == "output"]
-    bufs = [np.arange(a["element_space"]).astype(np.dtype(a["storage_dtype"])) for a in outs]
+    # distinct small values (they must survive the storage dtype, f16 and i8 included)
+    bufs = [(np.arange(a["element_space"]) % 127).astype(np.dtype(a["storage_dtype"])) for a in outs]
     ref_out = codegen.unpack_outputs(spec, bufs)
     for a, buf in zip(outs, bufs):
         if not _same(tmpl.unpack_output(buf, a), ref_out[a["index"]]):

@@ -149,7 +149,7 @@ class Pipeline:
 
     def _span(self, low: Lowered, solution, source: str = "", kernel_name: str = "") -> Span:
         return Span(low.module_text, low.mlir_text, low.key, str(solution) if solution is not None else "",
-                    source, self.device.spec, kernel_name)
+                    source, self.device.key_name, kernel_name)
 
     def _inputs(self, low: Lowered, seed: int) -> dict:
         return ir.random_inputs(low.module, seed)

@@ -63,7 +63,7 @@ def test_span_names_everything(device, tuning_db):
     sp = c.span
     assert "dot" in sp.module_text and "migraphx.dot" in sp.mlir_text
     assert sp.solution and sp.solution in sp.kernel_source
-    assert sp.device == device.spec
+    assert sp.device == device.key_name
     assert re.fullmatch(r"[0-9a-f]{16}", sp.hash)
     other = pipe.compile_solution(small_dot(n=12))
     assert other.span.hash != sp.hash

@@ -1,0 +1,389 @@
+"""OpenCL C text for element types, conversions and the pointwise op DAG.
+
+Storage vs compute: f16 and bf16 are stored as ``ushort`` bits and converted
+with integer arithmetic (no ``cl_khr_fp16``; PoCL's ``vload_half`` is an
+out-of-line call, these helpers inline and vectorise), computed in ``float``.
+Integers compute in ``long`` and saturate to their type after each op, bools
+compute as ``int`` 0/1 -- the rounding the numpy oracle applies after every
+instruction is applied here too (``round_to``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.dtypes import DType, bf16_to_f32
+from .errors import NotSupported
+from .graph import Dag, Node
+
+STORAGE = {"f32": "float", "f16": "ushort", "bf16": "ushort", "f64": "double", "i8": "char",
+           "u8": "uchar", "i16": "short", "u16": "ushort", "i32": "int", "u32": "uint",
+           "i64": "long", "u64": "ulong", "bool": "uchar"}
+INT_RANGE = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535),
+             "i32": (-2147483648, 2147483647), "u32": (0, 4294967295)}
+FLOAT_OPS_ONLY = ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "recip")
+# ops that vector (floatN) code handles with the same semantics as the scalar code
+VECTOR_OPS = frozenset(("add", "sub", "mul", "div", "max", "min", "pow", "relu", "neg", "exp", "log",
+                        "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "abs", "floor", "ceil", "recip",
+                        "convert"))
+
+
+def storage(dt: DType) -> str:
+    try:
+        return STORAGE[dt.name]
+    except KeyError:
+        raise NotSupported(f"element type {dt.name} has no OpenCL storage type") from None
+
+
+def compute(dt: DType) -> str:
+    if dt.name in ("f32", "f16", "bf16"):
+        return "float"
+    if dt.name == "f64":
+        return "double"
+    if dt.name == "bool":
+        return "int"
+    return "long"
+
+
+def vt(base: str, w: int) -> str:
+    return base if w == 1 else f"{base}{w}"
+
+
+def cvt(base: str, w: int) -> str:
+    return f"convert_{vt(base, w)}"
+
+
+def lane(i: int) -> str:
+    return f"s{i:x}"
+
+
+def float_lit(v: float) -> str:
+    v = float(v)
+    if np.isnan(v):
+        return "NAN"
+    if np.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    return f"{float(np.float32(v)).hex()}f" if True else ""
+
+
+def double_lit(v: float) -> str:
+    v = float(v)
+    if np.isnan(v):
+        return "((double)NAN)"
+    if np.isinf(v):
+        return "((double)INFINITY)" if v > 0 else "(-(double)INFINITY)"
+    return v.hex()
+
+
+def const_text(dt: DType, v) -> str:
+    """A constant of storage value ``v`` as a compute-type C literal."""
+    if dt.name == "bf16":
+        return float_lit(float(bf16_to_f32(np.array([v], dtype=np.uint16))[0]))
+    if dt.name in ("f32", "f16"):
+        return float_lit(v)
+    if dt.name == "f64":
+        return double_lit(v)
+    if dt.name == "bool":
+        return "1" if v else "0"
+    return f"{int(v)}L"
+
+
+# ----------------------------------------------------------------- helpers --
+def _helper_h2f(w: int) -> str:
+    # ternaries, not select(): PoCL calls its select() out of line
+    F, U = vt("float", w), vt("uint", w)
+    return f"""static inline {F} h2f{w}({vt("ushort", w)} h) {{
+  const {U} u = {cvt("uint", w)}(h), em = u & 0x7fffu;
+  {F} f = (em < 0x400u) ? {cvt("float", w)}(em) * 0x1p-24f : as_{F}((em << 13) + 0x38000000u);
+  f = (em >= 0x7c00u) ? as_{F}((em << 13) | 0x7f800000u) : f;
+  return as_{F}(as_{U}(f) | ((u & 0x8000u) << 16));
+}}
+"""
+
+
+def _helper_f2h(w: int) -> str:
+    F, U = vt("float", w), vt("uint", w)
+    return f"""static inline {vt("ushort", w)} f2h{w}({F} f) {{
+  const {U} x = as_{U}(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  {U} o = (ax < 0x38800000u) ? as_{U}(as_{F}(ax) + 0.5f) - 0x3f000000u
+                            : (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;
+  o = (ax >= 0x47800000u) ? ({U})0x7c00u : o;
+  o = (ax > 0x7f800000u) ? ({U})0x7e00u : o;
+  return {cvt("ushort", w)}(o | sign);
+}}
+"""
+
+
+def _helper_bf2f(w: int) -> str:
+    F = vt("float", w)
+    return f"""static inline {F} bf2f{w}({vt("ushort", w)} h) {{ return as_{F}({cvt("uint", w)}(h) << 16); }}
+"""
+
+
+def _helper_f2bf(w: int) -> str:
+    U = vt("uint", w)
+    return f"""static inline {vt("ushort", w)} f2bf{w}({vt("float", w)} f) {{
+  {U} u = as_{U}(f);
+  return {cvt("ushort", w)}((u + (((u >> 16) & 1u) + 0x7fffu)) >> 16);
+}}
+"""
+
+
+def _helper_rh(w: int) -> str:
+    F = vt("float", w)
+    return f"static inline {F} rh{w}({F} x) {{ return h2f{w}(f2h{w}(x)); }}\n"
+
+
+def _helper_rbf(w: int) -> str:
+    F = vt("float", w)
+    return f"static inline {F} rbf{w}({F} x) {{ return bf2f{w}(f2bf{w}(x)); }}\n"
+
+
+_IPOW = """static inline long ipow(long a, long b) {
+  long r = 1;
+  for (b = b < 0 ? 0 : b; b > 0; b >>= 1) { if (b & 1) r *= a; a *= a; }
+  return r;
+}
+"""
+
+def _helper_keep(w: int) -> str:
+    F = vt("float", w)
+    return f"static inline {F} keep{w}({F} x) {{ return x; }}\n"
+
+
+_HELPERS = {"keep": _helper_keep, "h2f": _helper_h2f, "f2h": _helper_f2h, "bf2f": _helper_bf2f, "f2bf": _helper_f2bf,
+            "rh": _helper_rh, "rbf": _helper_rbf}
+_DEPS = {"rh": ("h2f", "f2h"), "rbf": ("bf2f", "f2bf")}
+
+
+@dataclass
+class Helpers:
+    """The helper functions a kernel uses (emitted once, in a fixed order)."""
+    used: set = field(default_factory=set)
+
+    def need(self, name: str, w: int = 1) -> str:
+        for d in _DEPS.get(name, ()):
+            self.used.add((d, w))
+        self.used.add((name, w))
+        return f"{name}{w}" if name in _HELPERS else name
+
+    def text(self) -> str:
+        order = ["keep", "h2f", "f2h", "bf2f", "f2bf", "rh", "rbf", "ipow"]
+        out = []
+        for name in order:
+            for (n, w) in sorted(self.used, key=lambda x: (x[0], x[1])):
+                if n != name:
+                    continue
+                out.append(_IPOW if n == "ipow" else _HELPERS[n](w))
+        return "".join(out)
+
+
+# ------------------------------------------------------------ load / store --
+def load_scalar(h: Helpers, dt: DType, ptr: str, off: str) -> str:
+    """Compute-type value of element ``off`` of a storage pointer."""
+    x = f"{ptr}[{off}]"
+    if dt.name == "f16":
+        return f"{h.need('h2f')}({x})"
+    if dt.name == "bf16":
+        return f"{h.need('bf2f')}({x})"
+    if dt.name in ("f32", "f64"):
+        return x
+    if dt.name == "bool":
+        return f"(int)({x} != 0)"
+    return f"(long){x}"
+
+
+class LaneOffsets:
+    """Lane l of a vector access sits at ``base + l*stride``; rendered through one base pointer
+    (``(p + (base))[l]``) so that compilers see constant offsets and merge the lanes into one vector
+    load/store (``p[base + l]`` with a 32-bit index hides that from LLVM's load/store vectoriser)."""
+
+    def __init__(self, base: str, stride: int, w: int):
+        self.base, self.stride, self.w = base, stride, w
+
+    def __len__(self) -> int:
+        return self.w
+
+    def __getitem__(self, l: int) -> str:
+        if not 0 <= l < self.w:
+            raise IndexError(l)
+        return f"{self.base} + {l * self.stride}" if l * self.stride else self.base
+
+    def at(self, ptr: str, l: int) -> str:
+        return f"({ptr} + ({self.base}))[{l * self.stride}]"
+
+
+def lane_refs(ptr: str, offs) -> list[str]:
+    if isinstance(offs, LaneOffsets):
+        return [offs.at(ptr, l) for l in range(offs.w)]
+    return [f"{ptr}[{o}]" for o in offs]
+
+
+def load_vector(h: Helpers, dt: DType, ptr: str, offs) -> str:
+    """floatN value composed from scalar loads (compilers merge consecutive ones into one vector load)."""
+    w = len(offs)
+    if w == 1:
+        return load_scalar(h, dt, ptr, offs[0])
+    parts = ", ".join(lane_refs(ptr, offs))
+    if dt.name == "f16":
+        return f"{h.need('h2f', w)}(({vt('ushort', w)})({parts}))"
+    if dt.name == "bf16":
+        return f"{h.need('bf2f', w)}(({vt('ushort', w)})({parts}))"
+    if dt.name == "f32":
+        return f"({vt('float', w)})({parts})"
+    if dt.name in ("i8", "u8", "i16", "u16", "i32"):
+        return f"{cvt('int', w)}(({vt(storage(dt), w)})({parts}))"
+    raise NotSupported(f"vector load of {dt.name}")
+
+
+def store_value(h: Helpers, dt: DType, v: str) -> str:
+    """Storage-type value of a compute-type scalar (already rounded to ``dt``)."""
+    if dt.name == "f16":
+        return f"{h.need('f2h')}({v})"
+    if dt.name == "bf16":
+        return f"{h.need('f2bf')}({v})"
+    if dt.name == "bool":
+        return f"(uchar)(({v}) != 0)"
+    return f"({storage(dt)})({v})"
+
+
+def store_vector(h: Helpers, dt: DType, v: str, w: int) -> str:
+    if w == 1:
+        return store_value(h, dt, v)
+    if dt.name == "f16":
+        return f"{h.need('f2h', w)}({v})"
+    if dt.name == "bf16":
+        return f"{h.need('f2bf', w)}({v})"
+    if dt.name == "f32":
+        return v
+    if dt.name in ("i8", "u8", "i16", "u16", "i32", "u32"):
+        return f"{cvt(storage(dt), w)}({v})"
+    raise NotSupported(f"vector store of {dt.name}")
+
+
+def round_to(h: Helpers, dt: DType, v: str, w: int = 1) -> str:
+    """Round a compute value to ``dt`` (what the oracle does after every instruction)."""
+    if dt.name == "f16":
+        return f"{h.need('rh', w)}({v})"
+    if dt.name == "bf16":
+        return f"{h.need('rbf', w)}({v})"
+    if dt.name in INT_RANGE:
+        lo, hi = INT_RANGE[dt.name]
+        return f"clamp({v}, {lo}L, {hi}L)"
+    if dt.name == "u64":
+        return f"max({v}, 0L)"
+    if dt.name == "bool":
+        return f"(int)(({v}) != 0)"
+    return v
+
+
+# --------------------------------------------------------------- the DAG --
+def vectorizable(dag: Dag, roots) -> bool:
+    for i in dag.reachable(roots):
+        n = dag.nodes[i]
+        if compute(n.dtype) != "float":
+            return False
+        if n.kind == "op" and n.op not in VECTOR_OPS:
+            return False
+        if n.kind == "op" and n.op == "convert" and any(compute(dag.nodes[a].dtype) != "float" for a in n.args):
+            return False
+        if n.kind == "table":
+            return False
+    return True
+
+
+def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int) -> str:
+    op = n.op
+    cin = compute(arg_nodes[0].dtype) if arg_nodes else compute(n.dtype)
+    is_f = cin in ("float", "double")
+    F = vt(cin, w)
+    zero = f"({F})(0)" if w > 1 else ("0.0f" if cin == "float" else "0.0" if cin == "double" else "0L")
+    one = f"({F})(1)" if w > 1 else ("1.0f" if cin == "float" else "1.0" if cin == "double" else "1L")
+    a = args[0] if args else ""
+    b = args[1] if len(args) > 1 else ""
+    if op == "convert":
+        src, dst = arg_nodes[0].dtype, n.dtype
+        cs, cd = compute(src), compute(dst)
+        if cd == "long" and cs in ("float", "double"):
+            return f"convert_long_sat({a})"
+        if cd == "int" and cs != "int":        # to bool
+            return f"(int)(({a}) != 0)"
+        if cs == cd:
+            return a
+        return f"{cvt(cd, w)}({a})" if w > 1 else f"({cd})({a})"
+    if op in ("add", "sub", "mul"):
+        return f"({a} {dict(add='+', sub='-', mul='*')[op]} {b})"
+    if op == "div":
+        return f"({a} / {b})" if is_f else f"(({b}) == 0 ? 0L : ({a}) / ({b}))"
+    if op in ("max", "min"):
+        if not is_f:
+            return f"{op}({a}, {b})"
+        fn = "fmax" if op == "max" else "fmin"
+        if w > 1:
+            return f"select({fn}({a}, {b}), {a} + {b}, isnan({a}) | isnan({b}))"
+        return f"((isnan({a}) || isnan({b})) ? {a} + {b} : {fn}({a}, {b}))"
+    if op == "pow":
+        return f"pow({a}, {b})" if is_f else f"{h.need('ipow')}({a}, {b})"
+    if op in ("greater", "less", "equal"):
+        sym = {"greater": ">", "less": "<", "equal": "=="}[op]
+        return f"(int)({a} {sym} {b})"
+    if op == "where":
+        c, x, y = args
+        return f"(({c}) != 0 ? {x} : {y})"
+    if op == "relu":
+        if not is_f:
+            return f"max({a}, 0L)"
+        if w > 1:
+            return f"select({zero}, {a}, ({a} > {zero}) | isnan({a}))"
+        return f"(({a} > {zero} || isnan({a})) ? {a} : {zero})"
+    if op == "neg":
+        return f"(-{a})"
+    if op == "abs":
+        return f"fabs({a})" if is_f else f"(({a}) < 0 ? -({a}) : ({a}))"
+    if op in ("floor", "ceil"):
+        return f"{op}({a})" if is_f else a
+    if op in FLOAT_OPS_ONLY:
+        x = a if is_f else f"(float)({a})"
+        fz = zero if is_f else "0.0f"
+        f1 = one if is_f else "1.0f"
+        body = {"exp": f"exp({x})", "log": f"log({x})", "tanh": f"tanh({x})",
+                "sigmoid": f"({f1} / ({f1} + exp(-{x})))", "sqrt": f"sqrt({x})", "rsqrt": f"rsqrt({x})",
+                "erf": f"erf({x})", "recip": f"({f1} / {x})"}[op]
+        del fz
+        return body if is_f else f"convert_long_sat_rte({body})"
+    raise NotSupported(f"pointwise op {op!r} has no OpenCL lowering")
+
+
+class DagEmitter:
+    """Emits ``const T vN = ...;`` statements for the DAG nodes a root needs, at vector width ``w``.
+
+    ``leaf(node_id, node) -> C expr`` renders loads / tables / the anchor (``acc``) nodes.
+    """
+
+    def __init__(self, dag: Dag, helpers: Helpers, leaf, w: int = 1, prefix: str = "v"):
+        self.dag, self.h, self.leaf, self.w, self.prefix = dag, helpers, leaf, w, prefix
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+
+    def emit(self, root: int) -> str:
+        for i in self.dag.reachable([root]):
+            if i in self.names:
+                continue
+            n = self.dag.nodes[i]
+            ty = vt(compute(n.dtype), self.w)
+            if n.kind == "const":
+                c = const_text(n.dtype, n.value)
+                text = f"({ty})({c})" if self.w > 1 else c
+                self.names[i] = f"({text})"
+                continue
+            if n.kind in ("load", "table", "acc"):
+                text = self.leaf(i, n)
+            else:
+                args = [self.names[a] for a in n.args]
+                text = round_to(self.h, n.dtype, _op_text(self.h, n, args, [self.dag.nodes[a] for a in n.args],
+                                                          self.w), self.w)
+            name = f"{self.prefix}{i}"
+            self.lines.append(f"const {ty} {name} = {text};")
+            self.names[i] = name
+        return self.names[root]

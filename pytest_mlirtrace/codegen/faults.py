@@ -1,0 +1,47 @@
+"""Planted bugs (``lower(..., inject="a,b")``), so the fuzzer can prove it finds real ones.
+
+Each fault changes the generated source only where the bug lives and manifests only
+for some shapes / solutions; a run of an unaffected config stays correct.
+"""
+from __future__ import annotations
+
+from .errors import FaultError
+
+FAULTS: dict[str, str] = {
+    "k_tail_off_by_one":
+        "gemm: the K tail drops the last element of K. Fires when k % KPerBlock != 0 (LocalTiles=0: the "
+        "remainder loop stops at k-1; LocalTiles=1: the last, partial tile zero-fills element k-1).",
+    "missing_barrier":
+        "gemm LocalTiles=1: no barrier between storing the A/B tiles to local memory and reading them. "
+        "Fires when a work-group has more than one work-item: on PoCL the work-items of a group run as a "
+        "loop, so each reads the tiles before the others have written their part (stale or uninitialised "
+        "data -> wrong numbers); on GPUs it is a real race. LocalTiles=0 and 1x1 work-groups are unaffected.",
+    "oob_write_n_edge":
+        "gemm: the N-edge guards are gone: the edge work-group's work-items past column n are not retired "
+        "and nothing shifts or masks the last vectors, so it computes and writes its whole NPerBlock-wide "
+        "tile, up to NPerBlock-1 elements past column n -- into the next rows and, on the last rows, past "
+        "the end of the output buffer (wrong numbers or a crash). Fires when n % NPerBlock != 0.",
+    "infinite_loop":
+        "gemm: a K loop ends on '!=' and overshoots, so it never terminates (unsigned index, clamped loads, "
+        "no out-of-bounds access): LocalTiles=0: the remainder loop is unrolled by 2, fires when "
+        "k % KPerBlock is odd; LocalTiles=1: the tile loop runs to k rounded up to even, fires when that "
+        "is not a multiple of KPerBlock (e.g. k=21, KPerBlock=8).",
+    "wrong_transpose_stride":
+        "gemm: for a transposed operand (transA/transB) the stride of its logical inner dimension is taken "
+        "as that dimension's length (the packed, untransposed leading dimension) instead of the real one. "
+        "Fires when the operand is transposed and its stride differs from that length (e.g. A^T with m != k).",
+}
+
+
+def parse_inject(inject) -> frozenset[str]:
+    """``None``/``""`` -> no faults; ``"a,b"`` or an iterable -> the set; unknown names raise :class:`FaultError`."""
+    if inject is None:
+        return frozenset()
+    if isinstance(inject, str):
+        names = [x.strip() for x in inject.split(",") if x.strip()]
+    else:
+        names = [str(x).strip() for x in inject if str(x).strip()]
+    bad = [n for n in names if n not in FAULTS]
+    if bad:
+        raise FaultError(f"unknown fault(s) {', '.join(map(repr, bad))}; known: {', '.join(FAULTS)}")
+    return frozenset(names)

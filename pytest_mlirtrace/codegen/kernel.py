@@ -1,0 +1,197 @@
+"""Pieces every kernel kind shares: arguments, the header comment, leaf rendering, the epilogue."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Module
+from . import expr as E
+from .cgen import DagEmitter, Helpers, LaneOffsets, compute, lane, lane_refs, load_scalar, load_vector, \
+    round_to, storage, store_value, store_vector, vectorizable, vt
+from .graph import Dag
+from .problem import Analysis
+from .spec import ArgBinding
+
+BUILD_OPTIONS = "-cl-std=CL1.2 -cl-mad-enable"
+
+
+def c_name(s: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
+    return s if s and not s[0].isdigit() else f"k_{s}"
+
+
+@dataclass
+class Ctx:
+    """Per-kernel state: helpers used, argument names, extra top-level text."""
+    an: Analysis
+    helpers: Helpers = field(default_factory=Helpers)
+    pnames: dict = field(default_factory=dict)     # module param name -> C name
+    needs_fp64: bool = False
+
+    def __post_init__(self):
+        for i, p in enumerate(self.an.module.params()):
+            self.pnames[p.param] = f"p{i}"
+        for n in self.an.dag.nodes:
+            if n.dtype.name == "f64":
+                self.needs_fp64 = True
+
+    @property
+    def dag(self) -> Dag:
+        return self.an.dag
+
+    def args(self) -> list[ArgBinding]:
+        out = []
+        for p in self.an.module.params():
+            s = p.shape
+            out.append(ArgBinding("input", self.pnames[p.param], s.dtype.name, param=p.param, lens=tuple(s.lens),
+                                  strides=tuple(s.strides), elements=s.element_space,
+                                  nbytes=s.element_space * s.dtype.itemsize, ctype=storage(s.dtype)))
+        ne = int(np.prod(self.an.out_lens)) if self.an.out_lens else 1
+        out.append(ArgBinding("output", "out0", self.an.out_dtype.name, index=0, lens=tuple(self.an.out_lens),
+                              strides=(), elements=ne, nbytes=ne * self.an.out_dtype.itemsize,
+                              ctype=storage(self.an.out_dtype)))
+        return out
+
+    def signature(self) -> str:
+        parts = []
+        for p in self.an.module.params():
+            parts.append(f"__global const {storage(p.shape.dtype)}* restrict {self.pnames[p.param]}")
+        parts.append(f"__global {storage(self.an.out_dtype)}* restrict out0")
+        return ", ".join(parts)
+
+    def tables(self) -> str:
+        out = []
+        for name, arr in self.dag.tables.items():
+            if arr.dtype.kind == "f":
+                vals = ", ".join(_float_text(float(v), arr.dtype) for v in arr)
+            elif arr.dtype.kind == "b":
+                vals = ", ".join("1" if v else "0" for v in arr)
+            else:
+                vals = ", ".join(str(int(v)) for v in arr)
+            ct = {"float32": "float", "float64": "double", "float16": "ushort"}.get(str(arr.dtype))
+            if ct is None:
+                ct = {"int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort", "int32": "int",
+                      "uint32": "uint", "int64": "long", "uint64": "ulong", "bool": "uchar"}[str(arr.dtype)]
+            if str(arr.dtype) == "float16":
+                vals = ", ".join(str(int(v)) for v in arr.view(np.uint16))
+            out.append(f"__constant {ct} {name}[{arr.size}] = {{{vals}}};\n")
+        return "".join(out)
+
+    # -------------------------------------------------------------- leaves --
+    def load(self, node, off_c: str) -> str:
+        ptr = self.pnames[node.param] if node.kind == "load" else node.param
+        return load_scalar(self.helpers, node.dtype, ptr, off_c)
+
+    def load_lanes(self, node, offs) -> str:
+        ptr = self.pnames[node.param] if node.kind == "load" else node.param
+        return load_vector(self.helpers, node.dtype, ptr, offs)
+
+
+def _float_text(v: float, dt) -> str:
+    if np.isnan(v):
+        return "NAN"
+    if np.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return v.hex() + ("f" if dt == np.float32 else "")
+
+
+def render(off: E.Lin, subst: dict, names: dict) -> str:
+    """C text of ``off`` after substituting variables (Lin) and renaming them (C expressions)."""
+    return E.to_c(E.substitute(off, subst), names)
+
+
+def lanes_of(off: E.Lin, lane_subst, w: int):
+    """The offsets of ``w`` lanes (``lane_subst(l) -> (subst, names)``): a :class:`LaneOffsets` when
+    lane l is lane 0 plus l*stride, else a list of C offsets."""
+    lins = []
+    for ll in range(w):
+        s, nm = lane_subst(ll)
+        lins.append((E.substitute(off, s), nm))
+    if w > 1:
+        d = [lins[ll][0] + lins[0][0] * -1 for ll in range(w)]
+        if all(x.is_const for x in d) and all(d[ll].const == ll * d[1].const for ll in range(w)):
+            return LaneOffsets(E.to_c(lins[0][0], lins[0][1]), d[1].const, w)
+    return [E.to_c(x, nm) for x, nm in lins]
+
+
+def header(module: Module, an: Analysis, solution, faults, kernel_name: str) -> str:
+    p = an.problem
+    lines = [
+        "// mlirtrace generated OpenCL C kernel",
+        f"// module: {module.symbol_name()}" + (f" ({module.name})" if module.name else ""),
+        f"// kernel: {kernel_name}",
+        f"// kind: {p.kind}",
+        f"// problem: {p.key()}",
+        f"// solution: {solution} ({solution.describe()})",
+        f"// output: {an.out_name} {an.out_dtype.name} {list(an.out_lens)}",
+    ]
+    if faults:
+        lines.append(f"// injected faults: {','.join(sorted(faults))}")
+    return "\n".join(lines) + "\n"
+
+
+def assemble(ctx: Ctx, module: Module, solution, faults, kernel_name: str, attrs: str, body: list[str],
+             prelude: str = "") -> str:
+    text = header(module, ctx.an, solution, faults, kernel_name)
+    if ctx.needs_fp64:
+        text += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    text += "#define MINI(a, b) ((a) < (b) ? (a) : (b))\n"
+    text += ctx.helpers.text() + ctx.tables() + prelude
+    text += f"__kernel {attrs}\nvoid {kernel_name}({ctx.signature()}) {{\n"
+    text += "".join(f"  {line}\n" if line else "\n" for line in body)
+    text += "}\n"
+    return text
+
+
+# ------------------------------------------------------------ epilogue --
+def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_lane_subst, store_lane,
+                prefix: str) -> list[str]:
+    """Compute the output DAG for ``w`` lanes and store them.
+
+    ``acc_value(w, l)`` -> C expr of the anchor value (vector when l is None, lane l otherwise, compute type).
+    ``lane_subst(l)`` -> (subst, names) for the kernel variables at lane ``l`` (loads);
+    ``out_lane_subst(l)`` the same for the output offset.
+    ``store_lane(l, target, value_c)`` -> statement storing lane ``l`` into the lvalue ``target``
+    (value already in storage type).
+    """
+    an = ctx.an
+    dag = an.dag
+    h = ctx.helpers
+    root = an.epilogue
+    lines: list[str] = []
+    vec = w > 1 and vectorizable(dag, [root])
+    outs = lane_refs("out0", lanes_of(an.out_offset, out_lane_subst, w))
+
+    def leaf_for(l):
+        def leaf(i, n):
+            if n.kind == "acc":
+                v = acc_value(w if l is None else 1, l)
+                if compute(n.dtype) != "float":
+                    v = f"({compute(n.dtype)})({v})"
+                return round_to(h, n.dtype, v, w if l is None else 1)
+            if l is None:
+                return ctx.load_lanes(n, lanes_of(n.offset, lane_subst, w))
+            s, nm = lane_subst(l)
+            return ctx.load(n, render(n.offset, s, nm))
+        return leaf
+
+    if vec:
+        em = DagEmitter(dag, h, leaf_for(None), w, prefix=f"{prefix}v")
+        val = em.emit(root)
+        lines += em.lines
+        sv = f"{prefix}s"
+        lines.append(f"const {vt(storage(an.out_dtype), w)} {sv} = {store_vector(h, an.out_dtype, val, w)};")
+        for ll in range(w):
+            lines.append(store_lane(ll, outs[ll], f"{sv}.{lane(ll)}"))
+        return lines
+    for ll in range(w):
+        em = DagEmitter(dag, h, leaf_for(ll if w > 1 else 0), 1, prefix=f"{prefix}l{ll}_")
+        val = em.emit(root)
+        lines += em.lines
+        lines.append(store_lane(ll, outs[ll], store_value(h, an.out_dtype, val)))
+    return lines
+
+
+__all__ = ["Ctx", "render", "assemble", "emit_output", "c_name", "BUILD_OPTIONS", "compute", "vt"]

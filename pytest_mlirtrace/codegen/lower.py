@@ -1,0 +1,52 @@
+"""``lower(module, solution, limits)``: one OpenCL C kernel for one solution of a fused module."""
+from __future__ import annotations
+
+from ..ir import Module
+from .errors import LoweringError, NotSupported
+from .faults import parse_inject
+from .gemm import lower_gemm
+from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name
+from .pointwise import lower_pointwise
+from .problem import Analysis, analyse
+from .reduce import lower_reduce
+from .solution import DEFAULT_LIMITS, Solution, check_applicable, default_solution
+from .spec import KernelSpec
+
+_GEMM_ONLY_FAULTS = ("k_tail_off_by_one", "missing_barrier", "oob_write_n_edge", "infinite_loop",
+                     "wrong_transpose_stride")
+
+
+def lower(module: Module, solution: Solution | str | None = None, limits=None, *, inject=None,
+          analysis: Analysis | None = None) -> KernelSpec:
+    """Lower ``module`` to one kernel for ``solution`` (a :class:`Solution`, a perf-config string or
+    None for :func:`default_solution`).
+
+    Raises :class:`NotSupported`/:class:`LoweringError` for modules it cannot lower,
+    :class:`SolutionError` for a malformed solution string, :class:`NotApplicable` when the
+    solution does not fit the problem or the device, :class:`FaultError` for unknown faults.
+    """
+    faults = parse_inject(inject)
+    limits = limits or DEFAULT_LIMITS
+    an = analysis or analyse(module)
+    if solution is None:
+        solution = default_solution(an.problem, limits)
+    elif isinstance(solution, str):
+        solution = Solution.parse(an.problem.kind, solution)
+    check_applicable(an.problem, solution, limits)
+    ctx = Ctx(an)
+    if an.kind == "gemm":
+        body, gsize, lsize, attrs = lower_gemm(ctx, solution, faults)
+    elif an.kind == "pointwise":
+        body, gsize, lsize, attrs = lower_pointwise(ctx, solution, faults)
+    elif an.kind in ("reduce", "softmax"):
+        body, gsize, lsize, attrs = lower_reduce(ctx, solution, faults)
+    else:  # pragma: no cover - analyse only returns the kinds above
+        raise NotSupported(f"kernel kind {an.kind!r}")
+    active = tuple(sorted(f for f in faults if an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS))
+    name = c_name(module.symbol_name())
+    source = assemble(ctx, module, solution, active, name, attrs, body)
+    if any(int(g) <= 0 for g in gsize):
+        raise LoweringError(f"{name}: empty launch grid {gsize}")
+    return KernelSpec(source=source, kernel_name=name, args=ctx.args(), global_size=tuple(int(x) for x in gsize),
+                      local_size=tuple(int(x) for x in lsize), build_options=BUILD_OPTIONS, solution=solution,
+                      problem=an.problem, faults=active)

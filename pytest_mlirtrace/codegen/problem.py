@@ -1,0 +1,292 @@
+"""What a fused module asks for: its kind, the tuning problem, and the folded index maps.
+
+``analyse(module)`` classifies the module (gemm / pointwise / reduce / softmax),
+builds the element DAGs with every view folded into index expressions and
+returns an :class:`Analysis`; ``problem_of(module)`` returns its :class:`Problem`
+(what the tuning layer keys on, rocMLIR style).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from ..ir import GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
+from ..ir.dtypes import DType
+from . import expr as E
+from .errors import LoweringError, NotSupported
+from .graph import Builder, Dag, Node, delinearize, forward_map, index_vars, linearize, same_index
+
+KINDS = ("gemm", "pointwise", "reduce", "softmax")
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str                 # gemm | pointwise | reduce | softmax
+    dtype: str                # element type of the main input (dot operands, reduced input, output for pointwise)
+    out_dtype: str            # element type of the output
+    transA: bool = False      # gemm: A's innermost logical dim (k) is not its fastest storage dim
+    transB: bool = False      # gemm: B's innermost logical dim (n) is not its fastest storage dim
+    g: int = 1                # gemm: batch count (product of batch dims)
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    elements: int = 0         # number of output elements
+    outer: int = 0            # reduce/softmax: number of independent reductions; pointwise: rows
+    reduce_len: int = 0       # reduce/softmax: elements per reduction; pointwise: row length
+    op: str = ""              # gemm: dot | quant_dot; reduce: reduce_sum, ...; softmax: softmax
+
+    def key(self) -> str:
+        """rocMLIR-style problem key (without the device prefix)."""
+        b = lambda x: "true" if x else "false"  # noqa: E731
+        if self.kind == "gemm":
+            return (f"-t {self.dtype} -out_datatype {self.out_dtype} -transA {b(self.transA)} "
+                    f"-transB {b(self.transB)} -g {self.g} -m {self.m} -n {self.n} -k {self.k}")
+        if self.kind == "pointwise":
+            return (f"-kind pointwise -t {self.dtype} -out_datatype {self.out_dtype} "
+                    f"-rows {self.outer} -cols {self.reduce_len}")
+        return (f"-kind {self.kind} -op {self.op} -t {self.dtype} -out_datatype {self.out_dtype} "
+                f"-outer {self.outer} -reduce {self.reduce_len}")
+
+    def __str__(self) -> str:
+        return self.key()
+
+
+@dataclass
+class Analysis:
+    module: Module
+    kind: str
+    problem: Problem
+    dag: Dag
+    out_name: str                         # the returned instruction
+    out_dtype: DType
+    out_lens: tuple
+    out_offset: E.Lin                     # standard-layout output offset in the kernel's variables
+    epilogue: int                         # DAG root of the output value
+    # gemm
+    dot: str = ""
+    a_root: int = -1
+    b_root: int = -1
+    acc_dtype: DType | None = None
+    batch_lens: tuple = ()
+    # reduce / softmax
+    anchor: str = ""
+    pre_root: int = -1
+    out_per_group: bool = True            # reduce: one output element per reduction
+    reduce_op: str = ""
+    # pointwise
+    rows: int = 1
+    cols: int = 1
+    info: dict = field(default_factory=dict)
+
+
+def _check_ops(module: Module) -> None:
+    for ins in module.instructions:
+        if ins.op.startswith("@"):
+            continue
+        if ins.op in VIEW_OPS or ins.op in POINTWISE_OPS or ins.op in GEMM_OPS or ins.op in REDUCE_OPS \
+                or ins.op == "softmax":
+            continue
+        raise NotSupported(f"{ins.name} = {ins.op}: op {ins.op!r} cannot be lowered by the code generator")
+
+
+def _live(module: Module) -> list:
+    """Instructions the return value depends on, in order."""
+    need = set(module.returns())
+    for ins in reversed(module.instructions):
+        if ins.name in need:
+            need.update(ins.inputs)
+    return [i for i in module.instructions if i.name in need and not i.op.startswith("@")]
+
+
+def analyse(module: Module) -> Analysis:
+    _check_ops(module)
+    rets = module.returns()
+    if len(rets) != 1:
+        raise NotSupported(f"module returns {len(rets)} values ({', '.join(rets)}); "
+                           "the code generator lowers modules with exactly one output")
+    live = _live(module)
+    if any(i.shape is not None and i.shape.elements == 0 for i in live):
+        bad = next(i for i in live if i.shape.elements == 0)
+        raise NotSupported(f"{bad.name} = {bad.op}: empty tensor {list(bad.shape.lens)}")
+    for p in module.params():
+        if p.shape.element_space >= 1 << 31:
+            raise NotSupported(f"{p.name} = @param: {p.shape.element_space} storage elements do not fit the "
+                               "kernels' 32-bit index arithmetic")
+    big = next((i for i in live if i.shape is not None and i.shape.elements >= 1 << 31), None)
+    if big is not None:
+        raise NotSupported(f"{big.name} = {big.op}: {big.shape.elements} elements do not fit the kernels' "
+                           "32-bit index arithmetic")
+    dots = [i for i in live if i.op in GEMM_OPS]
+    reds = [i for i in live if i.op in REDUCE_OPS or i.op == "softmax"]
+    if len(dots) > 1:
+        names = ", ".join(f"{i.name} = {i.op}" for i in dots)
+        if reds and any(r.op == "softmax" for r in reds):
+            raise NotSupported(f"attention-like pattern dot -> softmax -> dot ({names}; "
+                               f"{', '.join(r.name + ' = ' + r.op for r in reds)}) is not supported: "
+                               "lower it as separate gemm and softmax kernels")
+        raise NotSupported(f"more than one gemm in one module ({names}) is not supported")
+    if dots and reds:
+        raise NotSupported(f"{reds[0].name} = {reds[0].op} after/before the gemm {dots[0].name} = "
+                           f"{dots[0].op}: a gemm fused with a reduction is not supported")
+    if len(reds) > 1:
+        raise NotSupported(f"more than one reduction in one module ({', '.join(r.name + ' = ' + r.op for r in reds)}) "
+                           "is not supported")
+    if dots:
+        return _gemm(module, dots[0])
+    if reds:
+        return _reduce(module, reds[0])
+    return _pointwise(module)
+
+
+def problem_of(module: Module) -> Problem:
+    return analyse(module).problem
+
+
+# ---------------------------------------------------------------- gemm ----
+def _first_load(dag: Dag, root: int) -> Node | None:
+    loads = dag.loads([root])
+    return dag.nodes[loads[0]] if loads else None
+
+
+def _stride(off: E.Lin, name: str, env0: dict) -> int:
+    a = E.evaluate(off, env0)
+    env1 = dict(env0)
+    env1[name] = 1
+    return int(E.evaluate(off, env1) - a)
+
+
+def _gemm(module: Module, dot) -> Analysis:
+    a_ins, b_ins = module.get(dot.inputs[0]), module.get(dot.inputs[1])
+    lens = dot.shape.lens
+    batch = tuple(lens[:-2])
+    M, N = lens[-2], lens[-1]
+    K = a_ins.shape.lens[-1]
+    g = int(prod(batch)) if batch else 1
+    gb = E.var("gb", g)
+    bidx = delinearize(gb, batch) if batch else []
+    m, n, k = E.var("m", M), E.var("n", N), E.var("k", K)
+    dag = Dag()
+    pre = Builder(module, dag=dag)
+    a_root = pre.value(a_ins.name, bidx + [m, k])
+    b_root = pre.value(b_ins.name, bidx + [k, n])
+    acc_idx = bidx + [m, n]
+    ret = module.returns()[0]
+    phi = forward_map(module, dot.name, acc_idx)
+    if ret not in phi:
+        raise NotSupported(f"the output {ret} does not use the gemm {dot.name}")
+    out_idx = phi[ret]
+
+    def anchor(idx):
+        if not same_index(idx, acc_idx):
+            raise NotSupported(f"{dot.name} = {dot.op}: its result is read at a different index than the "
+                               "one computed (e.g. a transpose of the gemm result combined with itself)")
+        return dag.add(Node("acc", dot.shape.dtype, op=dot.name))
+
+    epi = Builder(module, anchors={dot.name: anchor}, dag=dag)
+    root = epi.value(ret, out_idx)
+    out = module.get(ret)
+    out_off = linearize(out_idx, out.shape.lens)
+    dt = a_ins.shape.dtype
+    trans = []
+    for root_, inner, outer in ((a_root, "k", "m"), (b_root, "n", "k")):
+        ld = _first_load(dag, root_)
+        if ld is None:
+            trans.append(False)
+            continue
+        s_in, s_out = abs(_stride(ld.offset, inner, {})), abs(_stride(ld.offset, outer, {}))
+        ext_in = K if inner == "k" else N
+        trans.append(bool(ext_in > 1 and s_in != 1 and s_out != 0 and (s_out < s_in or s_out == 1)))
+    prob = Problem("gemm", dt.name, out.shape.dtype.name, trans[0], trans[1], g, M, N, K,
+                   elements=out.shape.elements, op=dot.op)
+    return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
+                    dot=dot.name, a_root=a_root, b_root=b_root, acc_dtype=dot.shape.dtype, batch_lens=batch)
+
+
+# ----------------------------------------------------------- pointwise ----
+def _pointwise(module: Module) -> Analysis:
+    ret = module.returns()[0]
+    out = module.get(ret)
+    if out.op in ("@param", "@literal"):
+        raise NotSupported(f"{ret} = {out.op}: the module computes nothing (returns a {out.op})")
+    lens = tuple(out.shape.lens)
+    rank = len(lens)
+    best = None
+    for p in range(max(rank, 1)):
+        outer, inner = lens[:p], lens[p:]
+        R, C = int(prod(outer)) if outer else 1, int(prod(inner)) if inner else 1
+        r, c = E.var("r", R), E.var("c", C)
+        idx = (delinearize(r, outer) if outer else []) + (delinearize(c, inner) if inner else [])
+        dag = Dag()
+        root = Builder(module, dag=dag).value(ret, idx)
+        ok = all(E.coeff(dag.nodes[i].offset, "c") is not None
+                 for i in dag.reachable([root]) if dag.nodes[i].kind in ("load", "table"))
+        cand = (dag, root, R, C, linearize(idx, lens))
+        if best is None or ok:
+            best = cand
+        if ok:
+            break
+    dag, root, R, C, off = best
+    first = _first_load(dag, root)
+    dt = first.dtype.name if first is not None else out.shape.dtype.name
+    prob = Problem("pointwise", dt, out.shape.dtype.name, elements=out.shape.elements, outer=R, reduce_len=C,
+                   op="pointwise")
+    return Analysis(module, "pointwise", prob, dag, ret, out.shape.dtype, lens, off, root, rows=R, cols=C)
+
+
+# -------------------------------------------------------------- reduce ----
+def _reduce(module: Module, red) -> Analysis:
+    x = module.get(red.inputs[0])
+    xl = tuple(x.shape.lens)
+    rank = len(xl)
+    if red.op == "softmax":
+        axes = [red.attrs.get("axis", 1) % rank]
+    else:
+        axes = sorted({a % rank for a in red.attrs["axes"]})
+    kept = [d for d in range(rank) if d not in axes]
+    G = int(prod(xl[d] for d in kept)) if kept else 1
+    Rn = int(prod(xl[d] for d in axes)) if axes else 1
+    gi, j = E.var("gi", G), E.var("j", Rn)
+    gidx = delinearize(gi, [xl[d] for d in kept]) if kept else []
+    jidx = delinearize(j, [xl[d] for d in axes]) if axes else []
+    xidx = [E.ZERO] * rank
+    for d, v in zip(kept, gidx):
+        xidx[d] = v
+    for d, v in zip(axes, jidx):
+        xidx[d] = v
+    if red.op == "softmax":
+        ridx = list(xidx)
+    else:
+        ridx = [E.ZERO if d in axes else xidx[d] for d in range(rank)]
+    dag = Dag()
+    pre_root = Builder(module, dag=dag).value(x.name, xidx)
+    ret = module.returns()[0]
+    out = module.get(ret)
+
+    def anchor(idx):
+        if not same_index(idx, ridx):
+            raise NotSupported(f"{red.name} = {red.op}: its result is read at an index that does not match "
+                               "the reduction it belongs to")
+        return dag.add(Node("acc", red.shape.dtype, op=red.name))
+
+    out_idx = None
+    try:
+        phi = forward_map(module, red.name, ridx)
+        out_idx = phi.get(ret)
+    except NotSupported:
+        out_idx = None
+    if out_idx is None:
+        if tuple(out.shape.lens) != xl:
+            raise NotSupported(f"{red.name} = {red.op}: the output {ret} {list(out.shape.lens)} is neither "
+                               f"the reduction's shape nor its input's shape {list(xl)}")
+        out_idx = list(xidx)
+    root = Builder(module, anchors={red.name: anchor}, dag=dag).value(ret, out_idx)
+    out_off = linearize(out_idx, out.shape.lens)
+    per_group = "j" not in out_off.vars() and all("j" not in i.vars() for i in out_idx)
+    if red.op == "softmax" and per_group and Rn > 1:
+        raise LoweringError(f"{red.name} = softmax: output does not cover the softmax axis")
+    kind = "softmax" if red.op == "softmax" else "reduce"
+    prob = Problem(kind, x.shape.dtype.name, out.shape.dtype.name, elements=out.shape.elements, outer=G,
+                   reduce_len=Rn, op=red.op)
+    return Analysis(module, kind, prob, dag, ret, out.shape.dtype, tuple(out.shape.lens), out_off, root,
+                    anchor=red.name, pre_root=pre_root, out_per_group=per_group, reduce_op=red.op,
+                    acc_dtype=red.shape.dtype, info={"axes": axes, "G": G, "R": Rn})

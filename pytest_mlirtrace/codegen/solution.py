@@ -1,0 +1,377 @@
+"""Solutions (perf configs): their fields per kernel kind, parsing, applicability and the spaces.
+
+A solution prints like rocMLIR's perf configs, comma separated integers:
+
+gemm ``MPerBlock,NPerBlock,KPerBlock,MPerThread,NPerThread,VectorWidth,LocalTiles,Unroll``
+    MPerBlock, NPerBlock  output tile of one work-group (rows x cols); the work-group has
+                          (NPerBlock/NPerThread) x (MPerBlock/MPerThread) work-items
+    KPerBlock             depth of one K step: the local-memory tile depth (LocalTiles=1) or the
+                          chunk over which the K index map is affine and the inner loop runs (LocalTiles=0)
+    MPerThread, NPerThread  register tile of one work-item (MPerThread x NPerThread accumulators)
+    VectorWidth           width of the float vectors along N (accumulators, B loads, C stores): 1,2,4,8,16
+    LocalTiles            1: stage A/B tiles through local memory with barriers (GPU style);
+                          0: every work-item reads A and B straight from global memory (CPU style)
+    Unroll                unroll factor of the inner k loop (divides KPerBlock)
+
+pointwise ``BlockSize,ElementsPerThread,VectorWidth``
+    BlockSize             work-group size
+    ElementsPerThread     vectors one work-item computes
+    VectorWidth           elements per vector (consecutive along the output's inner dimension)
+
+reduce / softmax ``GroupsPerBlock,ThreadsPerGroup,VectorWidth,Unroll``
+    GroupsPerBlock        reductions (output rows) one work-group computes
+    ThreadsPerGroup       work-items sharing one reduction (power of two; combined through local memory)
+    VectorWidth           elements one work-item reads per step (vector along the reduced index)
+    Unroll                unroll factor of the per-work-item reduction loop
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import NotApplicable, SolutionError
+from .problem import Problem
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    "gemm": ("MPerBlock", "NPerBlock", "KPerBlock", "MPerThread", "NPerThread", "VectorWidth", "LocalTiles",
+             "Unroll"),
+    "pointwise": ("BlockSize", "ElementsPerThread", "VectorWidth"),
+    "reduce": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
+    "softmax": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
+}
+VECTOR_WIDTHS = (1, 2, 4, 8, 16)
+MAX_ACCUMULATORS = 256          # MPerThread * NPerThread
+MAX_FIELD = 1 << 16
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What applicability needs to know about a device (runtime's DeviceInfo has the same attributes)."""
+    max_work_group_size: int = 4096
+    local_mem_size: int = 1 << 20
+    compute_units: int = 2
+    kind: str = "cpu"
+    name: str = "pocl-cpu"
+
+    @staticmethod
+    def pocl() -> "DeviceLimits":
+        return DeviceLimits()
+
+    @staticmethod
+    def nvidia_gpu() -> "DeviceLimits":
+        return DeviceLimits(1024, 48 * 1024, 132, "gpu", "nvidia-gpu")
+
+
+DEFAULT_LIMITS = DeviceLimits()
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+@dataclass(frozen=True)
+class Solution:
+    kind: str
+    values: tuple[int, ...]
+
+    # ---- access ------------------------------------------------------------
+    @property
+    def fields(self) -> dict[str, int]:
+        return dict(zip(FIELDS[self.kind], self.values))
+
+    def __getattr__(self, name: str) -> int:
+        if name in ("kind", "values") or name.startswith("__"):
+            raise AttributeError(name)
+        f = FIELDS.get(object.__getattribute__(self, "kind"), ())
+        if name in f:
+            return object.__getattribute__(self, "values")[f.index(name)]
+        raise AttributeError(f"{self.kind} solution has no field {name!r} (fields: {', '.join(f)})")
+
+    def __str__(self) -> str:
+        return ",".join(str(v) for v in self.values)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.fields.items())
+
+    # ---- construction --------------------------------------------------------
+    @staticmethod
+    def of(kind: str, *values: int, **named: int) -> "Solution":
+        if kind not in FIELDS:
+            raise SolutionError(f"unknown solution kind {kind!r}; expected one of {', '.join(FIELDS)}")
+        if named:
+            missing = [f for f in FIELDS[kind] if f not in named]
+            extra = [k for k in named if k not in FIELDS[kind]]
+            if extra:
+                raise SolutionError(f"{kind} solution has no field(s) {', '.join(extra)}; "
+                                    f"fields: {', '.join(FIELDS[kind])}")
+            if missing:
+                raise SolutionError(f"{kind} solution misses field(s) {', '.join(missing)}")
+            values = tuple(named[f] for f in FIELDS[kind])
+        return Solution.parse(kind, ",".join(str(v) for v in values))
+
+    @staticmethod
+    def parse(kind: str, text: str) -> "Solution":
+        """Parse a perf-config string; :class:`SolutionError` names the bad field and what was expected."""
+        if kind not in FIELDS:
+            raise SolutionError(f"unknown solution kind {kind!r}; expected one of {', '.join(FIELDS)}")
+        names = FIELDS[kind]
+        parts = [p.strip() for p in str(text).strip().split(",")]
+        if len(parts) != len(names):
+            raise SolutionError(f"{kind} solution {text!r} has {len(parts)} field(s), expected {len(names)}: "
+                                f"{','.join(names)}")
+        vals = []
+        for i, (name, p) in enumerate(zip(names, parts)):
+            try:
+                v = int(p, 10)
+            except ValueError:
+                raise SolutionError(f"{kind} solution {text!r}: field {i + 1} ({name}) is {p!r}, "
+                                    "expected a positive integer") from None
+            if v < 1 and name != "LocalTiles":
+                raise SolutionError(f"{kind} solution {text!r}: field {i + 1} ({name}) is {v}, "
+                                    "expected a positive integer")
+            if v > MAX_FIELD:
+                raise SolutionError(f"{kind} solution {text!r}: field {i + 1} ({name}) is {v}, "
+                                    f"expected at most {MAX_FIELD}")
+            vals.append(v)
+        sol = Solution(kind, tuple(vals))
+        sol._validate(text)
+        return sol
+
+    def _validate(self, text: str) -> None:
+        f = self.fields
+
+        def bad(name: str, want: str):
+            i = FIELDS[self.kind].index(name)
+            raise SolutionError(f"{self.kind} solution {text!r}: field {i + 1} ({name}) is {f[name]}, expected {want}")
+
+        if "VectorWidth" in f and f["VectorWidth"] not in VECTOR_WIDTHS:
+            bad("VectorWidth", "one of " + ", ".join(map(str, VECTOR_WIDTHS)))
+        if self.kind == "gemm":
+            if f["LocalTiles"] not in (0, 1):
+                bad("LocalTiles", "0 (global loads) or 1 (local-memory tiles)")
+            if f["MPerBlock"] % f["MPerThread"]:
+                bad("MPerBlock", f"a multiple of MPerThread ({f['MPerThread']})")
+            if f["NPerBlock"] % f["NPerThread"]:
+                bad("NPerBlock", f"a multiple of NPerThread ({f['NPerThread']})")
+            if f["NPerThread"] % f["VectorWidth"]:
+                bad("NPerThread", f"a multiple of VectorWidth ({f['VectorWidth']})")
+            if f["KPerBlock"] % f["Unroll"]:
+                bad("Unroll", f"a divisor of KPerBlock ({f['KPerBlock']})")
+        elif self.kind in ("reduce", "softmax"):
+            if not _pow2(f["ThreadsPerGroup"]):
+                bad("ThreadsPerGroup", "a power of two")
+
+    # ---- derived -------------------------------------------------------------
+    def work_group(self) -> tuple[int, ...]:
+        f = self.fields
+        if self.kind == "gemm":
+            return (f["NPerBlock"] // f["NPerThread"], f["MPerBlock"] // f["MPerThread"], 1)
+        if self.kind == "pointwise":
+            return (f["BlockSize"], 1, 1)
+        return (f["ThreadsPerGroup"], f["GroupsPerBlock"], 1)
+
+    def work_group_size(self) -> int:
+        x, y, z = self.work_group()
+        return x * y * z
+
+    def local_bytes(self) -> int:
+        f = self.fields
+        if self.kind == "gemm":
+            if not f["LocalTiles"]:
+                return 0
+            return 4 * f["KPerBlock"] * (f["MPerBlock"] + 4 + f["NPerBlock"])
+        if self.kind in ("reduce", "softmax"):
+            return 8 * f["GroupsPerBlock"] * f["ThreadsPerGroup"] if f["ThreadsPerGroup"] > 1 else 0
+        return 0
+
+
+def _limit(limits, name, default):
+    return getattr(limits, name, default) if limits is not None else default
+
+
+def check_applicable(problem: Problem, solution: Solution, limits=None) -> None:
+    """Raise :class:`NotApplicable` when ``solution`` cannot run ``problem`` on a device with ``limits``."""
+    limits = limits or DEFAULT_LIMITS
+    if solution.kind != problem.kind:
+        raise NotApplicable(f"a {solution.kind} solution does not apply to a {problem.kind} problem")
+    wg = solution.work_group_size()
+    max_wg = int(_limit(limits, "max_work_group_size", 4096))
+    if wg > max_wg:
+        raise NotApplicable(f"work-group of {wg} work-items {solution.work_group()[:2]} exceeds the device "
+                            f"maximum {max_wg}")
+    lb = solution.local_bytes()
+    lm = int(_limit(limits, "local_mem_size", 1 << 20))
+    if lb > lm:
+        raise NotApplicable(f"needs {lb} bytes of local memory, the device has {lm}")
+    f = solution.fields
+    if problem.kind == "gemm":
+        if f["MPerThread"] * f["NPerThread"] > MAX_ACCUMULATORS:
+            raise NotApplicable(f"register tile MPerThread x NPerThread = {f['MPerThread']}x{f['NPerThread']} "
+                                f"exceeds {MAX_ACCUMULATORS} accumulators")
+        if f["VectorWidth"] > problem.n:
+            raise NotApplicable(f"VectorWidth {f['VectorWidth']} is wider than n = {problem.n} (the N edge is "
+                                "handled by shifting the last vector back inside the row)")
+        if f["LocalTiles"] and (f["MPerThread"] * f["NPerThread"]) * wg > 4 * 65536:
+            raise NotApplicable("work-group register tile too large")
+    elif problem.kind == "pointwise":
+        if f["VectorWidth"] > problem.reduce_len:
+            raise NotApplicable(f"VectorWidth {f['VectorWidth']} is wider than the inner dimension "
+                                f"({problem.reduce_len} elements)")
+    else:
+        if f["VectorWidth"] > problem.reduce_len:
+            raise NotApplicable(f"VectorWidth {f['VectorWidth']} is wider than the reduction "
+                                f"({problem.reduce_len} elements)")
+
+
+def is_applicable(problem: Problem, solution: Solution, limits=None) -> bool:
+    try:
+        check_applicable(problem, solution, limits)
+        return True
+    except NotApplicable:
+        return False
+
+
+# ------------------------------------------------------------------ spaces --
+def _uniq(sols):
+    seen, out = set(), []
+    for s in sols:
+        if s.values not in seen:
+            seen.add(s.values)
+            out.append(s)
+    return out
+
+
+def _gemm(*v) -> Solution:
+    return Solution("gemm", tuple(v))
+
+
+def _ceil_pow2(x: int) -> int:
+    p = 1
+    while p < x:
+        p *= 2
+    return p
+
+
+def _gemm_space(p: Problem):
+    out = []
+    # CPU style: register tiles straight from global memory
+    for mt in (1, 2, 4, 8, 12, 16):
+        for vw, nv in ((1, 1), (4, 1), (8, 1), (8, 2), (16, 1), (16, 2), (16, 4)):
+            nt = vw * nv
+            if mt * nt > MAX_ACCUMULATORS:
+                continue
+            for ty, tx in ((1, 1), (4, 1), (8, 1), (2, 2), (1, 4), (16, 1)):
+                for kb, u in ((4, 4), (8, 4), (16, 8)):
+                    out.append(_gemm(mt * ty, nt * tx, kb, mt, nt, vw, 0, u))
+    # GPU style: local-memory tiles
+    for mb in (32, 64, 128):
+        for nb in (32, 64, 128):
+            for mt, nt, vw in ((4, 4, 4), (8, 4, 4), (4, 8, 4), (8, 8, 4), (8, 8, 8), (4, 4, 1)):
+                for kb in (8, 16):
+                    out.append(_gemm(mb, nb, kb, mt, nt, vw, 1, kb))
+    # never let the tile be far bigger than the problem
+    lim_m, lim_n = _ceil_pow2(max(p.m, 1)) * 2, _ceil_pow2(max(p.n, 1)) * 2
+    return [s for s in out if s.MPerBlock <= max(lim_m, s.MPerThread) and s.NPerBlock <= max(lim_n, s.NPerThread)]
+
+
+def _small_gemm(p: Problem):
+    vw = 1
+    while vw * 2 <= min(p.n, 16):
+        vw *= 2
+    return [_gemm(1, 1, 4, 1, 1, 1, 0, 4), _gemm(4, vw, 8, 4, vw, vw, 0, 4),
+            _gemm(16, 16 * vw if vw > 1 else 16, 8, 1, vw, vw, 1, 8)]
+
+
+def space(problem: Problem, limits=None) -> list[Solution]:
+    """Every applicable solution of ``problem`` on ``limits`` (deterministic order)."""
+    if problem.kind == "gemm":
+        cands = _gemm_space(problem) + _small_gemm(problem)
+    elif problem.kind == "pointwise":
+        cands = [Solution("pointwise", (bs, ept, vw)) for bs in (1, 16, 64, 256) for ept in (1, 2, 4, 8)
+                 for vw in VECTOR_WIDTHS]
+    else:
+        cands = [Solution(problem.kind, (gpb, tpg, vw, u)) for gpb in (1, 4, 16, 64) for tpg in (1, 4, 16, 64, 256)
+                 for vw in (1, 4, 8, 16) for u in (1, 4) if gpb * tpg <= 1024]
+    return [s for s in _uniq(cands) if is_applicable(problem, s, limits)]
+
+
+# Register-tile (LocalTiles=0) solutions tuned on PoCL (2-core Zen 5, AVX-512) and local-memory-tile
+# solutions measured on an H200 through NVIDIA OpenCL (4096^3 f32: 128,128,8,16,8,4,1,8 at 78% of
+# cuBLAS; the seed: 64,64,16,4,8,4,1,16).  Each device kind gets a list led by its own style and
+# holding the other style's best few, so every list has a fast solution for CPUs and for GPUs.
+_CPU_STYLE = [
+    "8,32,8,8,32,16,0,4", "32,32,8,8,32,16,0,4", "16,32,8,8,32,16,0,4", "8,64,8,8,32,16,0,4",
+    "64,32,8,8,32,16,0,4", "16,64,8,8,32,16,0,4", "12,16,8,12,16,16,0,4", "24,16,8,12,16,16,0,4",
+    "48,16,8,12,16,16,0,4", "16,16,8,16,16,16,0,4", "64,16,8,16,16,16,0,4", "4,64,8,4,64,16,0,4",
+    "16,64,8,4,64,16,0,4", "2,64,8,2,64,16,0,4", "8,16,8,8,16,16,0,4", "32,16,8,8,16,16,0,4",
+    "6,32,8,6,32,16,0,4", "8,32,8,8,32,16,0,8", "12,16,8,12,16,16,0,8", "8,64,8,8,32,16,0,8",
+    "8,32,8,8,32,8,0,4", "8,16,8,8,16,8,0,4", "8,8,8,8,8,8,0,4", "4,16,8,4,16,16,0,4",
+    "4,8,4,4,8,8,0,4", "4,4,4,4,4,4,0,4", "2,2,4,2,2,2,0,4", "1,1,4,1,1,1,0,4",
+]
+_GPU_STYLE = [
+    "128,128,8,16,8,4,1,8", "128,128,8,8,8,4,1,8", "128,128,8,8,16,4,1,8", "128,64,8,8,8,4,1,8",
+    "128,64,16,8,8,4,1,16", "64,64,16,4,8,4,1,16", "64,64,8,4,4,4,1,8", "64,64,8,8,8,4,1,8",
+    "128,128,16,8,8,4,1,16", "64,128,8,8,8,4,1,8", "64,64,16,4,4,4,1,16", "128,128,16,8,8,8,1,16",
+    "256,128,8,16,8,4,1,8", "128,256,8,8,16,4,1,8", "32,64,8,4,4,4,1,8", "64,32,16,4,4,4,1,16",
+    "32,32,8,4,4,4,1,8", "32,32,16,2,4,4,1,16", "64,64,16,8,4,4,1,16", "128,32,16,8,4,4,1,16",
+    "32,128,16,4,8,4,1,16", "64,128,16,4,8,4,1,16", "16,64,16,2,4,4,1,16", "32,32,16,2,2,1,1,16",
+    "16,16,8,1,1,1,1,8", "8,8,8,1,1,1,1,8",
+]
+_QUICK_GEMM = {
+    "cpu": _CPU_STYLE + ["64,64,16,4,8,4,1,16", "64,64,8,4,4,4,1,8", "32,32,8,4,4,4,1,8",
+                         "128,64,8,8,8,4,1,8", "128,128,8,8,8,4,1,8", "16,16,8,1,1,1,1,8",
+                         "32,32,16,2,2,1,1,16", "128,128,8,16,8,4,1,8"],
+    "gpu": _GPU_STYLE + ["8,32,8,8,32,16,0,4", "32,32,8,8,32,16,0,4", "12,16,8,12,16,16,0,4",
+                         "8,8,8,8,8,8,0,4", "4,16,8,4,16,16,0,4", "4,8,4,4,8,8,0,4", "4,4,4,4,4,4,0,4",
+                         "2,2,4,2,2,2,0,4", "1,1,4,1,1,1,0,4", "16,64,8,4,64,16,0,4"],
+}
+
+_QUICK_POINTWISE = ["64,1,16", "64,4,16", "16,4,16", "256,1,4", "256,2,4", "64,2,8", "64,1,1", "256,1,1",
+                    "1,8,16", "16,1,4", "64,1,2", "1,1,1"]
+_QUICK_REDUCE = ["1,1,16,4", "4,1,16,4", "16,1,16,1", "1,16,16,1", "1,64,4,4", "1,256,4,1", "4,64,4,1",
+                 "16,16,1,4", "64,1,1,4", "1,1,1,4", "4,16,4,4", "1,256,1,1", "16,4,8,1", "1,1,4,1"]
+
+
+def quick_list(problem: Problem, limits=None) -> list[Solution]:
+    """A few dozen solutions chosen to contain a fast one on both CPU and GPU (applicable ones only)."""
+    kind = problem.kind
+    if kind == "gemm":
+        dev = "gpu" if _limit(limits, "kind", "cpu") == "gpu" else "cpu"
+        raw = [Solution.parse("gemm", s) for s in _QUICK_GEMM[dev]]
+        fit = [s for s in raw if is_applicable(problem, s, limits)]
+        if len(fit) < 8:
+            fit = _uniq(fit + [s for s in _small_gemm(problem) if is_applicable(problem, s, limits)]
+                        + [s for s in space(problem, limits)][: 16 - len(fit)])
+    else:
+        table = _QUICK_POINTWISE if kind == "pointwise" else _QUICK_REDUCE
+        fit = [Solution.parse(kind, s) for s in table]
+        fit = [s for s in fit if is_applicable(problem, s, limits)]
+        if not fit:
+            fit = space(problem, limits)[:8]
+    return _uniq(fit)
+
+
+def default_solution(problem: Problem, limits=None) -> Solution:
+    """A reasonable solution without tuning (the first applicable of a per-device preference list)."""
+    limits = limits or DEFAULT_LIMITS
+    gpu = _limit(limits, "kind", "cpu") == "gpu"
+    big = problem.g * problem.m * problem.n >= 1 << 22
+    half = problem.dtype in ("f16", "bf16")
+    prefs = {
+        ("gemm", False): (["8,32,8,8,32,16,0,8"] if half else ["8,32,8,8,32,16,0,4"])
+        + ["12,16,8,12,16,16,0,4", "8,8,8,8,8,8,0,4", "4,4,4,4,4,4,0,4", "1,1,4,1,1,1,0,4"],
+        ("gemm", True): (["128,128,8,16,8,4,1,8"] if big else ["64,64,16,4,8,4,1,16"])
+        + ["64,64,8,4,4,4,1,8", "32,32,8,4,4,4,1,8", "16,16,8,1,1,1,1,8"],
+        ("pointwise", False): ["64,1,16", "64,1,4", "64,1,1"],
+        ("pointwise", True): ["256,1,4", "256,1,1"],
+        ("reduce", False): ["4,1,16,4", "4,1,4,4", "4,1,1,4"],
+        ("reduce", True): ["1,256,4,1", "1,256,1,1"],
+    }
+    key = (problem.kind if problem.kind != "softmax" else "reduce", gpu)
+    for text in prefs[key]:
+        s = Solution.parse(problem.kind, text)
+        if is_applicable(problem, s, limits):
+            return s
+    q = quick_list(problem, limits)
+    if not q:
+        raise NotApplicable(f"no applicable solution for {problem.key()} on {limits}")
+    return q[0]

@@ -1,0 +1,478 @@
+"""The fuzz loop behind ``mlirtrace fuzz``: Hypothesis-driven cases through the tuning pipeline.
+
+A *case* is one ``(module, solution, seed)``: the module compiled with that solution, run on
+``ir.random_inputs(module, seed)`` and checked against the numpy oracle (``Pipeline.run``). One
+Hypothesis example is one module with 1..``max_solutions`` solutions, checked in parallel on
+``jobs`` lanes (each lane a :class:`~pytest_mlirtrace.tuning.Pipeline` with its own one-worker
+pool, so a crash or hang only costs that lane's worker; programs stay built in the workers and
+PoCL keeps its on-disk kernel cache, so replays and shrink steps that rebuild a kernel are cheap).
+
+The loop runs Hypothesis *campaigns* until the budget is spent. In a campaign the first case
+that fails in a way not seen yet in this run (failure kind, problem kind, the error's first line
+without numbers) is raised, so Hypothesis shrinks it; failures of a way already reported, and of
+other new ways while one is being shrunk (a later campaign takes those), are counted and let pass,
+so the search goes on and each shrink only pays for its own failure. After a campaign the
+shrunk case of every new way is written through ``repro.ReproWriter`` (one reproducer and ticket
+per signature) and the next campaign starts (next seed). When the budget runs out mid-shrink, the
+smallest failing case seen so far is written. Hypothesis' example database (a directory) keeps
+the failing examples, so a later run replays them first.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+from hypothesis import seed as hseed
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from .. import codegen, ir, mlir, repro, runtime, tuning
+from .solutions import SUPPORTED_KINDS, fused_cases
+
+DEFAULT_DATABASE = ".mlirtrace/fuzz-db"
+
+
+class BudgetExhausted(BaseException):
+    """Raised inside a Hypothesis campaign to stop it when the time budget is spent (a
+    BaseException, so Hypothesis does not take it for a failure to shrink)."""
+
+
+class ShrinkBudgetExhausted(BaseException):
+    """Raised inside a campaign when shrinking its failure has taken its share of the budget."""
+
+
+class CaseFailed(Exception):
+    """A case failed in a new way; one subclass per way so Hypothesis shrinks each separately."""
+
+    def __init__(self, way: str, found: "Finding"):
+        super().__init__(f"{way}: {found.record.first_line if found.record else found.error}")
+        self.way, self.found = way, found
+
+
+_WAY_CLASSES: dict[str, type] = {}
+
+
+def _way_class(way: str) -> type:
+    cls = _WAY_CLASSES.get(way)
+    if cls is None:
+        name = "CaseFailed_" + re.sub(r"\W+", "_", way)[:60]
+        cls = _WAY_CLASSES[way] = type(name, (CaseFailed,), {})
+    return cls
+
+
+@dataclass
+class Finding:
+    """One failing case (the shrunk one, once the campaign is over)."""
+    way: str
+    kind: str
+    module: ir.Module
+    solution: str
+    seed: int
+    record: object | None            # repro.FailureRecord (None for an internal error)
+    error: str = ""
+    first_found_s: float = 0.0       # since the start of the run: first case that failed this way
+    written_s: float = 0.0           # when its reproducer was written
+    written: object | None = None    # repro.WrittenRepro
+    shrunk: bool = True              # False when the budget ran out before the shrink finished
+    path: str = ""                   # reproducer script (or internal-error report)
+
+
+@dataclass
+class FuzzOptions:
+    budget_s: float = 60.0
+    seed: int | None = None
+    device: str | None = None
+    repro_dir: str = "reproducers"
+    kinds: tuple = SUPPORTED_KINDS
+    dtypes: tuple = ("f32", "f16")
+    max_dim: int = 16
+    max_rank: int = 4
+    max_elements: int = 4096
+    max_epilogue: int = 3
+    database: str | None = DEFAULT_DATABASE
+    jobs: int = 0                    # lanes; 0: min(2, cpu count)
+    max_solutions: int = 0           # solutions per example; 0: 2 * jobs
+    timeout_s: float = 10.0          # per build / run (a hang costs this much; PoCL's first launch of a
+                                     # big work-group kernel can take seconds on a loaded 2-core machine)
+    seeds_per_case: int = 2          # inputs each built kernel is checked on (cases = solutions x seeds)
+    shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
+    inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT
+    max_findings: int | None = None  # stop once this many reproducers are written (None: run the budget)
+    kind_weights: dict = field(default_factory=lambda: {"pointwise": 1, "reduce": 1, "softmax": 1, "gemm": 3})
+
+    @property
+    def shrink_s(self) -> float:
+        return self.shrink_budget_s if self.shrink_budget_s is not None else max(15.0, 0.35 * self.budget_s)
+
+
+@dataclass
+class FuzzStats:
+    cases: int = 0
+    examples: int = 0
+    replayed: int = 0                # cases answered from this run's memo (Hypothesis re-asking)
+    campaigns: int = 0
+    elapsed_s: float = 0.0
+    failures: Counter = field(default_factory=Counter)   # failing cases by failure kind (all, incl. repeats)
+    statuses: Counter = field(default_factory=Counter)
+    kinds: Counter = field(default_factory=Counter)       # examples by problem kind
+    phase: str = "starting"
+    max_case_s: float = 0.0          # slowest single compile+run (what the hang timeout must stay above)
+    built_s: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class FuzzReport:
+    stats: FuzzStats
+    findings: list
+
+    @property
+    def new(self) -> list:
+        return [f for f in self.findings if f.written is None or getattr(f.written, "new", True)]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.new else 0
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}")
+
+
+def _way(res, problem_kind: str) -> str:
+    """How a case failed, coarse enough that the variants of one bug are one way: the failure kind,
+    the problem kind and (not for wrong results) the error's first line without numbers, names, lists."""
+    if res.status == "wrong":
+        return f"wrong/{problem_kind}"
+    err = repro.normalise_error(res.detail or res.compiled.error or res.status)
+    return f"{res.status}/{problem_kind}/{_QUOTED.sub('Q', err)}"
+
+
+class _Lane:
+    def __init__(self, device, timeout_s: float, inject, db_path: Path):
+        self.pool = runtime.WorkerPool(device, workers=1, timeout_s=timeout_s)
+        self.pipeline = tuning.Pipeline(device, pool=self.pool, database=tuning.TuningDatabase(db_path),
+                                        timeout_s=timeout_s, inject=inject)
+
+    def close(self):
+        self.pool.close()
+
+
+class Fuzzer:
+    def __init__(self, options: FuzzOptions, progress=None):
+        self.o = options
+        self.progress = progress
+        self.stats = FuzzStats()
+        self.findings: list[Finding] = []
+        self.known: set[str] = set()
+        self._pending: dict[str, Finding] = {}     # way -> latest (smallest) failing case this campaign
+        self._shrink_t0: float | None = None
+        self._memo: dict = {}                      # (module text, solutions, seed) -> results
+        self._t0 = 0.0
+        self._deadline = 0.0
+        self._lock = threading.Lock()
+        self.inject = options.inject if options.inject is not None else (os.environ.get("MLIRTRACE_INJECT") or None)
+        if self.inject:
+            codegen.parse_inject(self.inject)     # unknown names: FaultError now, not per case
+        unsupported = [k for k in options.kinds if k not in SUPPORTED_KINDS]
+        if unsupported or not options.kinds:
+            raise ValueError(f"cannot fuzz kind(s) {', '.join(unsupported) or '(none)'}: the code generator lowers "
+                             f"{', '.join(SUPPORTED_KINDS)}")
+        self.device = runtime.resolve_device(options.device)
+        self.jobs = options.jobs or max(1, min(2, os.cpu_count() or 1))
+        self.max_solutions = options.max_solutions or 2 * self.jobs
+        self.writer = repro.ReproWriter(options.repro_dir)
+        self._lanes: queue.Queue = queue.Queue()
+        self._all_lanes: list[_Lane] = []
+        self._exec: ThreadPoolExecutor | None = None
+
+    # ---- lanes ----------------------------------------------------------------
+    def _open(self) -> None:
+        # the lanes' pipelines only run given solutions; their tuning database is a throwaway
+        self._tmp = tempfile.mkdtemp(prefix="mlirtrace-fuzz-")
+        for i in range(self.jobs):
+            lane = _Lane(self.device, self.o.timeout_s, self.inject, Path(self._tmp) / "tuning.json")
+            self._all_lanes.append(lane)
+            self._lanes.put(lane)
+        self._exec = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="fuzz-lane")
+
+    def close(self) -> None:
+        if self._exec is not None:
+            self._exec.shutdown(wait=True)
+            self._exec = None
+        for lane in self._all_lanes:
+            lane.close()
+        self._all_lanes.clear()
+        if getattr(self, "_tmp", None):
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def _run_one(self, module, mlir_text, sol, seeds):
+        """One solution on one lane, for each seed (the kernel is built once: the lane's worker keeps it)."""
+        lane = self._lanes.get()
+        try:
+            out = []
+            for sd in seeds:
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    break
+                # never wait for a hang much past the budget
+                lane.pipeline.timeout_s = min(self.o.timeout_s, max(2.0, left + 1.0))
+                t0 = time.monotonic()
+                r = lane.pipeline.run(module, solution=sol, seed=sd, mlir_text=mlir_text)
+                r.timeout_s = lane.pipeline.timeout_s
+                with self._lock:
+                    self.stats.max_case_s = max(self.stats.max_case_s, time.monotonic() - t0)
+                out.append((sol, r))
+                if r.status in ("build_error", "lowering_error", "hang", "crash"):
+                    break       # the other seeds would only repeat it (a hang would cost a timeout each)
+            return out
+        finally:
+            self._lanes.put(lane)
+
+    def run_case(self, module, sols, seed) -> list:
+        """Check ``module`` with each of ``sols`` (in parallel on the lanes), each on ``seeds_per_case``
+        seeds from ``seed`` on: [(solution, RunResult)]."""
+        mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
+        seeds = [seed + i for i in range(max(1, self.o.seeds_per_case))]
+        if len(sols) == 1 or self.jobs == 1:
+            groups = [self._run_one(module, mlir_text, s, seeds) for s in sols]
+        else:
+            futs = [self._exec.submit(self._run_one, module, mlir_text, s, seeds) for s in sols]
+            groups = [f.result() for f in futs]
+        out = [x for g in groups for x in g]
+        if self.out_of_time() and len(out) < len(sols) * len(seeds) and not any(not r.ok for _, r in out):
+            raise BudgetExhausted()   # cut short: an unfinished case decides nothing
+        return out
+
+    # ---- time ------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self._deadline
+
+    def _tick(self, phase: str | None = None) -> None:
+        self.stats.elapsed_s = self.elapsed()
+        if phase:
+            self.stats.phase = phase
+        if self.progress is not None:
+            self.progress(self)
+
+    # ---- one Hypothesis campaign -------------------------------------------------
+    def _strategy(self):
+        o = self.o
+        return fused_cases(kinds=o.kinds, dtypes=o.dtypes, max_rank=o.max_rank, max_dim=o.max_dim,
+                           max_elements=o.max_elements, max_epilogue=o.max_epilogue, limits=self.device,
+                           max_solutions=self.max_solutions, kind_weights=o.kind_weights)
+
+    def _test(self, campaign: int):
+        o = self.o
+        db = DirectoryBasedExampleDatabase(o.database) if o.database else None
+        # only the first campaign replays the database: later ones would replay (and so delete) the
+        # examples of failures already reported in this run
+        phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink) if campaign == 0 else \
+            (Phase.explicit, Phase.generate, Phase.shrink)
+        base_seed = o.seed if o.seed is not None else int.from_bytes(os.urandom(4), "little")
+
+        @settings(database=db, deadline=None, max_examples=10 ** 9, derandomize=False, print_blob=False,
+                  phases=phases,
+                  suppress_health_check=list(HealthCheck), report_multiple_bugs=True, verbosity=Verbosity.quiet)
+        @hseed(base_seed * 7919 + campaign)
+        # the guard is drawn before each case, so the budget also stops a run whose draws get rejected
+        @given(case=st.tuples(st.builds(self._guard), self._strategy()).map(lambda t: t[1]))
+        def fuzz_case(case):
+            if self.out_of_time():
+                raise BudgetExhausted()
+            if self._shrink_t0 is not None and time.monotonic() - self._shrink_t0 > o.shrink_s:
+                raise ShrinkBudgetExhausted()
+            self._check(*case)
+
+        key = repr((sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements, o.max_epilogue,
+                    self.max_solutions, sorted(o.kind_weights.items()), self.device.key_name)).encode()
+        fuzz_case.hypothesis.inner_test._hypothesis_internal_add_digest = key
+        return fuzz_case
+
+    def _guard(self) -> None:
+        if self.out_of_time():
+            raise BudgetExhausted()
+
+    def _check(self, module, sols, seed) -> None:
+        sols = sols if isinstance(sols, list) else [sols]
+        problem = codegen.problem_of(module)
+        key = (ir.print_module(module), tuple(map(str, sols)), seed)
+        memo = self._memo.get(key)
+        if memo is not None:
+            self.stats.replayed += 1
+            self._verdict(module, problem, memo, seed, count=False)
+            return
+        try:
+            results = self.run_case(module, sols, seed)
+        except (BudgetExhausted, KeyboardInterrupt):
+            raise
+        except Exception as e:   # the Python side crashed: a bug of ours, shrink and report it too
+            err = f"{type(e).__name__}: {e}"
+            way = f"internal/{problem.kind}/{repro.normalise_error(err)}"
+            with self._lock:
+                self.stats.examples += 1
+                self.stats.failures["internal"] += 1
+            if way in self.known or (self._pending and way not in self._pending):
+                return
+            f = Finding(way, "internal", module, ",".join(map(str, sols)), seed, None,
+                        err + "\n" + traceback.format_exc(), first_found_s=self.elapsed())
+            self._remember(way, f)
+            raise _way_class(way)(way, f) from e
+        self._memo[key] = results
+        while len(self._memo) > 4096:
+            self._memo.pop(next(iter(self._memo)))
+        self._verdict(module, problem, results, seed, count=True)
+
+    def _verdict(self, module, problem, results, seed, count: bool) -> None:
+        first: CaseFailed | None = None
+        if count:
+            with self._lock:
+                self.stats.examples += 1
+                self.stats.kinds[problem.kind] += 1
+                self.stats.cases += len(results)
+                for _, res in results:
+                    self.stats.statuses[res.status] += 1
+                    if not res.ok:
+                        self.stats.failures[res.status] += 1
+        for sol, res in results:
+            if res.ok:
+                continue
+            way = _way(res, problem.kind)
+            if way in self.known:
+                continue
+            if self._pending and way not in self._pending:
+                continue    # one way per campaign: this one waits for a later campaign (cheaper shrinks)
+            rec = repro.FailureRecord.from_run(res, origin="fuzz", timeout_s=getattr(res, "timeout_s", self.o.timeout_s),
+                                               inject=self.inject or "")
+            f = Finding(way, res.status, module, str(sol), res.seed, rec, rec.error, first_found_s=self.elapsed())
+            self._remember(way, f)
+            if first is None:
+                first = _way_class(way)(way, f)
+        self._tick()
+        if first is not None:
+            raise first
+
+    def _remember(self, way: str, f: Finding) -> None:
+        prev = self._pending.get(way)
+        if prev is not None:
+            f.first_found_s = prev.first_found_s
+        self._pending[way] = f
+        if self._shrink_t0 is None:
+            self._shrink_t0 = time.monotonic()
+        self.stats.phase = f"shrinking {f.kind}"
+
+    # ---- writing ------------------------------------------------------------------
+    def _write(self, f: Finding, shrunk: bool) -> None:
+        f.shrunk = shrunk
+        self.known.add(f.way)
+        if f.record is not None:
+            f.written = self.writer.write(f.record)
+            f.path = str(f.written.script_path)
+        else:
+            d = Path(self.o.repro_dir)
+            d.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256((f.way + ir.print_module(f.module) + f.solution).encode()).hexdigest()[:8]
+            p = d / f"internal-{f.module.symbol_name()}-{h}.txt"
+            p.write_text(f"{f.error}\nsolution: {f.solution}\nseed: {f.seed}\nmodule:\n{ir.print_module(f.module)}")
+            f.path = str(p)
+        f.written_s = self.elapsed()
+        self.findings.append(f)
+
+    def _flush(self, exc: BaseException | None, shrunk: bool) -> None:
+        """Write the findings of the campaign that just ended (from its exception or the pending ones)."""
+        done = set()
+        for e in _flatten(exc):
+            if isinstance(e, CaseFailed) and e.way not in done and e.way not in self.known:
+                # the final replay re-raised the shrunk case; prefer what it carries
+                done.add(e.way)
+                self._write(e.found, shrunk)
+        for way, f in list(self._pending.items()):
+            if way not in done and way not in self.known:
+                self._write(f, False)
+        self._pending.clear()
+        self._shrink_t0 = None
+
+    # ---- the loop --------------------------------------------------------------------
+    def run(self) -> FuzzReport:
+        self._t0 = time.monotonic()
+        self._deadline = self._t0 + max(0.0, float(self.o.budget_s))
+        self._open()
+        stop = threading.Event()
+        ticker = None
+        if self.progress is not None:
+            def tick():
+                while not stop.wait(0.5):
+                    self._tick()
+            ticker = threading.Thread(target=tick, daemon=True, name="fuzz-progress")
+            ticker.start()
+        try:
+            campaign = 0
+            while not self.out_of_time():
+                self.stats.campaigns += 1
+                self._tick("generating")
+                test = self._test(campaign)
+                try:
+                    test()
+                except BudgetExhausted:
+                    self._flush(None, False)
+                    break
+                except ShrinkBudgetExhausted:
+                    self._flush(None, False)
+                except KeyboardInterrupt:
+                    self._flush(None, False)
+                    raise
+                except BaseException as e:   # noqa: BLE001 - CaseFailed or a group of them
+                    if not any(isinstance(x, CaseFailed) for x in _flatten(e)):
+                        raise
+                    self._flush(e, True)
+                campaign += 1
+                if self.o.max_findings is not None and len(self.findings) >= self.o.max_findings:
+                    break
+        finally:
+            stop.set()
+            if ticker is not None:
+                ticker.join(timeout=2)
+            self.stats.elapsed_s = self.elapsed()
+            self.stats.phase = "done"
+            self.close()
+        return FuzzReport(self.stats, self.findings)
+
+
+def _flatten(e: BaseException | None) -> list:
+    if e is None:
+        return []
+    if isinstance(e, BaseExceptionGroup):
+        out = []
+        for x in e.exceptions:
+            out.extend(_flatten(x))
+        return out
+    return [e]
+
+
+def fuzz(options: FuzzOptions | None = None, progress=None, **kw) -> FuzzReport:
+    """Run the fuzz loop once (``FuzzOptions`` fields as keywords)."""
+    o = options or FuzzOptions(**kw)
+    return Fuzzer(o, progress).run()
+
+
+__all__ = ["FuzzOptions", "FuzzReport", "FuzzStats", "Finding", "Fuzzer", "fuzz", "CaseFailed", "BudgetExhausted", "ShrinkBudgetExhausted",
+           "DEFAULT_DATABASE"]

@@ -1,0 +1,579 @@
+"""Hypothesis strategies for the fused modules MIGraphX hands to rocMLIR.
+
+Every module is built through :class:`ir.Module`'s builder, so its shape rules hold and it verifies.
+
+Shrinking
+---------
+Draws are laid out so that Hypothesis' shrinking (toward smaller integers, shorter lists, the first
+element of a ``sampled_from``) means *fewer ops and smaller dims*:
+
+* the kind is drawn from the requested kinds sorted simplest first (pointwise, reduce, softmax,
+  gemm, attention), so a bug that does not need a dot shrinks to a pointwise module;
+* every op chain is a list (pointwise kind: at least one op, epilogues: none by default) and the op
+  of each step is drawn from a list whose first entries are the plainest ops (``add``, ``mul``, ...);
+* every input is drawn as "view recipe" 0 = a plain parameter, other recipes (transpose, broadcast,
+  multibroadcast, slice, reshape, transpose+reshape) only when they are needed;
+* every dim is ``integers(1, max_dim)`` (shrinks to 1); tensors bigger than ``max_elements`` have
+  their largest dim halved until they fit.
+
+So a failure caused by one op shrinks to a module with that op and what it needs (a parameter,
+and for the conditioned ops below, their guard).
+
+Numerics (why the oracle comparison does not flake)
+---------------------------------------------------
+Inputs are uniform in [-1, 1] (``ir.random_inputs``). The builder tracks for each value a bound on
+its magnitude and whether it is positive (bounded away from 0), and keeps every op well-conditioned:
+
+* ``log``, ``sqrt``, ``rsqrt``, ``recip`` and the divisor of ``div`` take a value that is positive
+  (≥ 0.25, e.g. after ``exp``/``sigmoid`` of a bounded value); anything else is guarded first as
+  ``add(abs(x), 1)`` (``1`` a literal, multibroadcast);
+* ``exp`` takes a value of magnitude ≤ 4; a larger one is squashed by ``tanh`` first;
+* ``pow`` takes a guarded positive base and an exponent of magnitude ≤ 1 (``tanh`` otherwise);
+* ``floor``/``ceil`` (discontinuous: a rounding difference flips them) only take parameters
+  (exact values); elsewhere they are applied to a fresh parameter and added to the chain;
+* comparisons (``greater``/``less``/``equal``) only compare parameters, and only feed ``where``;
+* ``mul`` never lets the magnitude bound exceed 256 in f16 (the chain is ``tanh``-squashed first).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from .. import ir
+
+ALL_KINDS = ("pointwise", "reduce", "softmax", "gemm", "attention")
+_KIND_ORDER = {k: i for i, k in enumerate(ALL_KINDS)}
+
+# Plainest first: shrinking goes toward the front.
+FLOAT_OPS = ("add", "mul", "sub", "max", "min", "relu", "neg", "abs", "tanh", "sigmoid", "exp", "erf",
+             "div", "recip", "sqrt", "rsqrt", "log", "pow", "floor", "ceil", "where", "convert")
+INT_OPS = ("add", "mul", "sub", "max", "min", "relu", "neg", "abs")
+UNARY = frozenset(ir.UNARY_OPS)
+BINARY = frozenset(ir.BINARY_OPS)
+NEEDS_POSITIVE = frozenset({"log", "sqrt", "rsqrt", "recip"})
+LEAF_ONLY = frozenset({"floor", "ceil"})
+VIEW_RECIPES = ("plain", "transpose", "multibroadcast", "broadcast", "slice", "reshape", "transpose_reshape")
+
+_POS_LO = 0.25     # "positive" means >= this
+_EXP_MAX = 4.0     # exp takes |x| <= this
+_F16_MUL_MAX = 256.0
+
+
+@dataclass
+class Val:
+    name: str
+    dtype: str
+    lens: tuple
+    mag: float = 1.0          # bound on |x| (statistical for dots: sqrt(k) * |a| * |b|)
+    pos: float = 0.0          # > 0: x >= pos
+    leaf: bool = False        # a parameter (or a view of one): exact input values
+
+
+def _prod(xs) -> int:
+    return math.prod(xs) if xs else 1
+
+
+def _fit(lens: list[int], max_elements: int) -> list[int]:
+    lens = list(lens)
+    while _prod(lens) > max_elements:
+        i = max(range(len(lens)), key=lambda j: lens[j])
+        lens[i] = max(1, lens[i] // 2)
+    return lens
+
+
+# A drawn "input descriptor": (recipe index, a1, a2, a3); the a's pick the recipe's details by modulo,
+# so every input costs the same draws whatever its recipe (keeps draws aligned while shrinking).
+_DESC = st.tuples(st.integers(0, len(VIEW_RECIPES) - 1), st.integers(0, 255), st.integers(0, 255),
+                  st.integers(0, 255))
+_PLAIN = (0, 0, 0, 0)
+
+
+def _non_identity_perm(r: int, a: int) -> list[int]:
+    """A permutation of range(r) other than the identity (r >= 2); a = 0 swaps the last two dims."""
+    return _nth_perm(r, 1 + a % (math.factorial(r) - 1))
+
+
+def _nth_perm(r: int, idx: int) -> list[int]:
+    """The ``idx``-th permutation of range(r) in Lehmer order (0 = identity, 1 = swap the last two)."""
+    items = list(range(r))
+    idx %= math.factorial(r)
+    out = []
+    for i in range(r, 0, -1):
+        f = math.factorial(i - 1)
+        out.append(items.pop(idx // f))
+        idx %= f
+    return out
+
+
+@dataclass(frozen=True)
+class Step:
+    """One drawn pointwise step: which op (index into the op list) and one packed integer ``arg``
+    for the rest (second operand, comparison, descriptor of a new input). Two choices per step keep
+    a list element within what Hypothesis' deletion passes remove in one go, so steps shrink away."""
+    op: int
+    arg: int = 0
+
+    @property
+    def operand(self) -> int:
+        return self.arg & 7
+
+    @property
+    def cmp(self) -> int:
+        return (self.arg >> 3) & 3
+
+    @property
+    def desc(self) -> tuple:
+        a = self.arg >> 5
+        return (a & 7, (a >> 3) & 255, (a >> 11) & 255, (a >> 19) & 255)
+
+
+def _steps(n_ops: int, max_size: int):
+    return st.lists(st.builds(Step, st.integers(0, n_ops - 1), st.integers(0, (1 << 27) - 1)),
+                    max_size=max(0, max_size))
+
+
+class GraphBuilder:
+    """Builds one module from drawn descriptors; keeps the numerics well-conditioned (module docstring)."""
+
+    def __init__(self, *, ops, cmp_ops=("greater", "less", "equal"), max_rank, max_elements, views=True):
+        self.m = ir.Module()
+        self.cmp_ops = tuple(cmp_ops) or ("greater",)
+        self.n_params = 0
+        self.ops = ops
+        self.max_rank = max_rank
+        self.max_elements = max_elements
+        self.views = views
+
+    # ---- leaves -----------------------------------------------------------
+    def param(self, dt: str, lens) -> str:
+        name = f"x{self.n_params}"
+        self.n_params += 1
+        return self.m.add_param(name, dt, list(lens))
+
+    def input(self, dt: str, lens, desc=_PLAIN, recipes=VIEW_RECIPES, batch_dims: int | None = None) -> Val:
+        """A value of logical ``lens``: a parameter, maybe seen through views (recipe 0 = plain)."""
+        lens = tuple(lens)
+        recipe = VIEW_RECIPES[desc[0] % len(VIEW_RECIPES)] if self.views else "plain"
+        recipe = recipe if recipe in recipes else "plain"
+        name = self._view_input(dt, lens, recipe, desc[1:], batch_dims)
+        return Val(name, dt, lens, mag=1.0, leaf=True)
+
+    def _transposed_param(self, dt, lens, perm) -> str:
+        stored = [0] * len(lens)
+        for i, p in enumerate(perm):
+            stored[p] = lens[i]
+        return self.m.add("transpose", self.param(dt, stored), permutation=list(perm))
+
+    def _view_input(self, dt, lens, recipe, a, batch_dims) -> str:
+        rank = len(lens)
+        m = self.m
+        a1, a2, a3 = a
+        if recipe == "transpose" and rank >= 2:
+            perm = _non_identity_perm(rank, a1)
+            return self._transposed_param(dt, lens, perm)
+        if recipe == "multibroadcast":
+            nb = rank if batch_dims is None else batch_dims
+            drop = a1 % (nb + 1)                          # leading dims the parameter does not have
+            ones = [bool((a2 >> i) & 1) if i < nb else False for i in range(rank)]
+            stored = [1 if ones[i] else n for i, n in enumerate(lens)][drop:] or [1]
+            return m.add("multibroadcast", self.param(dt, stored), out_lens=list(lens))
+        if recipe == "broadcast" and rank >= 2:
+            axis = a1 % rank
+            j = 1 + a2 % (rank - axis)
+            if (axis, j) == (0, rank):
+                j = rank - 1 if rank > 1 else j
+            stored = list(lens[axis:axis + j])
+            return m.add("broadcast", self.param(dt, stored), axis=axis, out_lens=list(lens))
+        if recipe == "slice":
+            axis = a1 % rank
+            extra = 1 + a2 % 4
+            start = a3 % (extra + 1)
+            stored = list(lens)
+            stored[axis] += extra
+            return m.add("slice", self.param(dt, stored), axes=[axis], starts=[start], ends=[start + lens[axis]])
+        if recipe in ("reshape", "transpose_reshape") and rank < self.max_rank:
+            # the parameter has one dim of lens split in two
+            cands = [i for i, n in enumerate(lens) if any(n % f == 0 for f in range(2, n))]
+            if cands:
+                d = cands[a1 % len(cands)]
+                n = lens[d]
+                divs = [f for f in range(2, n) if n % f == 0]
+                f = divs[a2 % len(divs)]
+                split = list(lens[:d]) + [f, n // f] + list(lens[d + 1:])
+                if recipe == "transpose_reshape":
+                    # the seed's pattern: y0 {1,12,384,64} -> transpose -> contiguous -> reshape {1,384,768}
+                    t = self._transposed_param(dt, split, _non_identity_perm(len(split), a3))
+                    return m.add("reshape", m.add("contiguous", t), dims=list(lens))
+                return m.add("reshape", self.param(dt, split), dims=list(lens))
+        return self.param(dt, lens)
+
+    def literal(self, value, dt: str, lens) -> str:
+        lit = self.m.add_literal(value, dt, lens=(1,))
+        return self.m.add("multibroadcast", lit, out_lens=list(lens))
+
+    # ---- pointwise --------------------------------------------------------
+    def new(self, op, *inputs: Val, mag=None, pos=0.0, dt=None, **attrs) -> Val:
+        name = self.m.add(op, *[v.name for v in inputs], **attrs)
+        shape = self.m.get(name).shape
+        return Val(name, dt or shape.dtype.name, tuple(shape.lens),
+                   mag=inputs[0].mag if mag is None else mag, pos=pos)
+
+    def squash(self, v: Val) -> Val:
+        return self.new("tanh", v, mag=1.0)
+
+    def positive(self, v: Val) -> Val:
+        if v.pos >= _POS_LO:
+            return v
+        a = self.new("abs", v)
+        one = Val(self.literal(1, v.dtype, v.lens), v.dtype, v.lens, mag=1.0, pos=1.0)
+        return self.new("add", a, one, mag=v.mag + 1.0, pos=1.0)
+
+    def unary(self, op: str, v: Val) -> Val:
+        if op in NEEDS_POSITIVE:
+            v = self.positive(v)
+            lo, hi = v.pos, max(v.mag, v.pos)
+            if op == "log":
+                return self.new(op, v, mag=max(abs(math.log(lo)), math.log(hi), 1e-3))
+            if op == "sqrt":
+                return self.new(op, v, mag=math.sqrt(hi), pos=math.sqrt(lo))
+            if op == "rsqrt":
+                return self.new(op, v, mag=1 / math.sqrt(lo), pos=1 / math.sqrt(hi))
+            return self.new(op, v, mag=1 / lo, pos=1 / hi)           # recip
+        if op == "exp":
+            if v.mag > _EXP_MAX:
+                v = self.squash(v)
+            return self.new(op, v, mag=math.exp(v.mag), pos=math.exp(-v.mag))
+        if op in ("tanh", "erf"):
+            return self.new(op, v, mag=1.0)
+        if op == "sigmoid":
+            return self.new(op, v, mag=1.0, pos=1 / (1 + math.exp(v.mag)) if v.mag <= _EXP_MAX else 0.0)
+        if op in ("abs", "relu"):
+            return self.new(op, v, pos=v.pos)
+        if op == "neg":
+            return self.new(op, v)
+        raise ValueError(op)
+
+    def binary(self, op: str, a: Val, b: Val) -> Val:
+        if op == "div":
+            b = self.positive(b)
+            return self.new(op, a, b, mag=a.mag / b.pos, pos=a.pos / max(b.mag, b.pos) if a.pos else 0.0)
+        if op == "pow":
+            a = self.positive(a)
+            if b.mag > 1.0:
+                b = self.squash(b)
+            e = max(b.mag, 1e-3)
+            hi = max(a.mag, a.pos, 1 / a.pos) ** e
+            return self.new(op, a, b, mag=hi, pos=min(a.pos, 1 / max(a.mag, 1.0)) ** e)
+        if op == "mul":
+            if not ir.dtype(a.dtype).is_float and a.mag * b.mag > 2.0 ** 30:
+                # would overflow i32 (the oracle saturates, devices wrap): add instead
+                return self.new("add", a, b, mag=a.mag + b.mag)
+            if a.dtype == "f16" and a.mag * b.mag > _F16_MUL_MAX:
+                a = self.squash(a)
+                if a.mag * b.mag > _F16_MUL_MAX:
+                    b = self.squash(b)
+            return self.new(op, a, b, mag=a.mag * b.mag, pos=a.pos * b.pos)
+        if op == "add":
+            return self.new(op, a, b, mag=a.mag + b.mag, pos=a.pos + b.pos if a.pos and b.pos else 0.0)
+        if op == "sub":
+            return self.new(op, a, b, mag=a.mag + b.mag)
+        if op in ("max", "min"):
+            pos = max(a.pos, b.pos) if op == "max" else (min(a.pos, b.pos) if a.pos and b.pos else 0.0)
+            return self.new(op, a, b, mag=max(a.mag, b.mag), pos=pos)
+        raise ValueError(op)
+
+    def other(self, cur: Val, pool: list[Val], step: Step) -> Val:
+        """The second operand of a binary op: the chain itself (0) / an earlier value, or a new input."""
+        same = [v for v in pool if v.lens == cur.lens and v.dtype == cur.dtype]
+        choice = step.operand % (len(same) + 1)
+        if choice < len(same):
+            return same[-1 - choice]
+        return self.input(cur.dtype, cur.lens, step.desc)
+
+    def chain(self, cur: Val, steps, float_dt: str, keep_dtype: bool = False) -> Val:
+        """A pointwise chain on ``cur``: each step consumes the latest value (nothing is left dead).
+        ``keep_dtype``: no ``convert`` (the value feeds an op that needs the dtype it has)."""
+        pool = [cur]
+        for step in steps:
+            op = self.ops[step.op % len(self.ops)]
+            if keep_dtype and op == "convert":
+                op = "add"
+            if not ir.dtype(cur.dtype).is_float and op not in INT_OPS and op != "convert":
+                ints = [o for o in self.ops if o in INT_OPS or o == "convert"]
+                if not ints:
+                    break
+                op = ints[step.op % len(ints)]
+            cur = self.step(op, cur, pool, step, float_dt)
+            pool.append(cur)
+        return cur
+
+    def step(self, op: str, cur: Val, pool: list[Val], step: Step, float_dt: str) -> Val:
+        if op == "convert":
+            target = ("f16" if cur.dtype == "f32" else "f32") if ir.dtype(cur.dtype).is_float else float_dt
+            if target == "f16" and cur.mag > 6e4:
+                if ir.dtype(cur.dtype).is_float:
+                    cur = self.squash(cur)
+                else:
+                    target = "f32"
+            return self.new("convert", cur, dt=target, pos=cur.pos, target_type=ir.dtype(target).type_id)
+        if op in LEAF_ONLY:
+            if cur.leaf:
+                return self.new(op, cur, mag=1.0)
+            f = self.new(op, self.input(cur.dtype, cur.lens, step.desc), mag=1.0)
+            return self.binary("add", cur, f)
+        if op == "where":
+            return self.where(cur, pool, step)
+        if op in UNARY:
+            return self.unary(op, cur)
+        return self.binary(op, cur, self.other(cur, pool, step))
+
+    def where(self, cur: Val, pool: list[Val], step: Step) -> Val:
+        cmp_ops = self.cmp_ops
+        how = step.cmp % (len(cmp_ops) + 1)
+        if how == 0:
+            cond = self.input("bool", cur.lens).name
+        else:
+            x = self.input(cur.dtype, cur.lens)
+            y = self.input(cur.dtype, cur.lens)
+            cond = self.m.add(cmp_ops[how - 1], x.name, y.name)
+        b = self.other(cur, pool, step)
+        name = self.m.add("where", cond, cur.name, b.name)
+        return Val(name, cur.dtype, cur.lens, mag=max(cur.mag, b.mag), pos=min(cur.pos, b.pos))
+
+    def finish(self, v: Val) -> ir.Module:
+        self.m.add_return(v.name)
+        self.m.verify()
+        return self.m
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one module is built from, drawn in a fixed layout whatever the kind (so that the
+    shrinker can move a failure to a simpler kind and keep the rest of the draws meaning the same)."""
+    kind: str
+    dtype: str
+    rank: int
+    dims: tuple
+    inputs: tuple          # descriptors: main input / A, B, V (attention), mask
+    core: int              # reduce op / gemm-vs-quant
+    axes: tuple            # booleans, one per dim
+    prologue: tuple        # Steps
+    epilogue: tuple        # Steps
+
+
+# ------------------------------------------------------------------ kinds --
+def _float_dtypes(dtypes) -> list[str]:
+    fl = [d for d in dtypes if ir.dtype(d).is_float]
+    return fl or ["f32"]
+
+
+def _pointwise(b: GraphBuilder, p: Plan) -> Val:
+    x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
+    steps = p.prologue + p.epilogue or (Step(0),)
+    return b.chain(x, steps, p.dtype)
+
+
+def _axes(p: Plan, rank: int) -> list[int]:
+    return [i for i in range(rank) if p.axes[i]] or [rank - 1]
+
+
+def _reduce(b: GraphBuilder, p: Plan) -> Val:
+    x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
+    x = b.chain(x, p.prologue, p.dtype)
+    ops = ir.REDUCE_OPS
+    op = ops[p.core % len(ops)]
+    axes = _axes(p, p.rank)
+    n = _prod([x.lens[i] for i in axes])
+    if op == "reduce_sum" and x.dtype == "f16" and x.mag * n > 1e4:
+        x = b.squash(x)
+    mag = x.mag * (n if op == "reduce_sum" else 1)
+    pos = x.pos * (n if op == "reduce_sum" else 1)
+    r = b.new(op, x, mag=mag, pos=pos, axes=axes)
+    return b.chain(r, p.epilogue, p.dtype)
+
+
+def _softmax(b: GraphBuilder, p: Plan) -> Val:
+    x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
+    x = b.chain(x, p.prologue, p.dtype)
+    s = b.new("softmax", x, mag=1.0, axis=_axes(p, p.rank)[-1])
+    return b.chain(s, p.epilogue, p.dtype)
+
+
+def _shrink_to(dims: list[int], sizes, limit: int) -> list[int]:
+    """Halve the largest dim until every tensor (a product of some of dims) fits ``limit``."""
+    dims = list(dims)
+    while any(_prod([dims[i] for i in s]) > limit for s in sizes) and max(dims) > 1:
+        i = max(range(len(dims)), key=lambda j: dims[j])
+        dims[i] = max(1, dims[i] // 2)
+    return dims
+
+
+_GEMM_A = ("plain", "transpose", "reshape", "transpose_reshape", "slice", "multibroadcast")
+_GEMM_B = ("plain", "transpose", "multibroadcast", "slice", "reshape")
+
+
+def _gemm_input(b: GraphBuilder, dt, batch, rows, cols, desc, recipes) -> Val:
+    lens = tuple(batch) + (rows, cols)
+    recipe = VIEW_RECIPES[desc[0] % len(VIEW_RECIPES)] if b.views else "plain"
+    recipe = recipe if recipe in recipes else "plain"
+    if recipe == "transpose":
+        # the usual transA/transB: the parameter holds the matrix transposed (last two dims swapped)
+        r = len(lens)
+        name = b._transposed_param(dt, lens, list(range(r - 2)) + [r - 1, r - 2])
+    else:
+        name = b._view_input(dt, lens, recipe, desc[1:], batch_dims=len(batch))
+    return Val(name, dt, lens, mag=1.0, leaf=True)
+
+
+def _batch(p: Plan, b: GraphBuilder) -> list[int]:
+    nb = min(p.rank - 1, b.max_rank - 2)
+    return [min(d, 4) for d in p.dims[:nb]]
+
+
+def _gemm(b: GraphBuilder, p: Plan, quant: bool) -> Val:
+    batch = _batch(p, b)
+    nb = len(batch)
+    m, n, k = p.dims[b.max_rank:b.max_rank + 3]
+    *batch, m, n, k = _shrink_to(batch + [m, n, k], [list(range(nb)) + [nb, nb + 2], list(range(nb)) + [nb + 2, nb + 1],
+                                                     list(range(nb)) + [nb, nb + 1]], b.max_elements)
+    op, in_dt = "dot", p.dtype
+    if quant and p.core % 4 == 3:
+        op, in_dt = "quant_dot", "i8"
+    a = _gemm_input(b, in_dt, batch, m, k, p.inputs[0], _GEMM_A)
+    w = _gemm_input(b, in_dt, batch, k, n, p.inputs[1], _GEMM_B)
+    c = b.new(op, a, w, mag=math.sqrt(k) * (64 if op == "quant_dot" else 1))
+    return b.chain(c, p.epilogue, p.dtype)
+
+
+def _attention(b: GraphBuilder, p: Plan) -> Val:
+    batch = _batch(p, b)
+    nb = len(batch)
+    dt = p.dtype
+    m, n, d, dv = p.dims[b.max_rank:b.max_rank + 4]
+    B = list(range(nb))
+    *batch, m, n, d, dv = _shrink_to(batch + [m, n, d, dv], [B + [nb, nb + 2], B + [nb + 1, nb + 2], B + [nb, nb + 1],
+                                                             B + [nb + 1, nb + 3], B + [nb, nb + 3]], b.max_elements)
+    # descriptors: V takes inputs[0] (the main input of the simpler kinds), so a failure in a view of
+    # V keeps that view when the shrinker moves it to a simpler kind; the same for the prologue chain
+    # (scale / mask / bias between the dots), which the simpler kinds also apply
+    q = _gemm_input(b, dt, batch, m, d, p.inputs[2], ("plain", "transpose_reshape", "reshape"))
+    kt = _gemm_input(b, dt, batch, d, n, p.inputs[1], ("transpose", "plain"))
+    s = b.new("dot", q, kt, mag=math.sqrt(d))
+    s = b.chain(s, p.prologue, dt, keep_dtype=True)
+    pr = b.new("softmax", s, mag=1.0, axis=len(s.lens) - 1)
+    v = _gemm_input(b, dt, batch, n, dv, p.inputs[0], ("plain", "transpose", "slice"))
+    o = b.new("dot", pr, v, mag=1.0)
+    return b.chain(o, p.epilogue, dt)
+
+
+def build_module(p: Plan, *, ops=FLOAT_OPS, cmp_ops=("greater", "less", "equal"), max_rank: int = 4, max_elements: int = 1 << 14, quant: bool = True,
+                 views: bool = True) -> ir.Module:
+    """The module a :class:`Plan` describes."""
+    b = GraphBuilder(ops=ops, cmp_ops=cmp_ops, max_rank=max_rank, max_elements=max_elements, views=views)
+    if p.kind == "pointwise":
+        out = _pointwise(b, p)
+    elif p.kind == "reduce":
+        out = _reduce(b, p)
+    elif p.kind == "softmax":
+        out = _softmax(b, p)
+    elif p.kind == "gemm":
+        out = _gemm(b, p, quant)
+    else:
+        out = _attention(b, p)
+    if out.dtype == "bool":  # never a bool output
+        out = b.new("convert", out, dt=p.dtype, target_type=ir.dtype(p.dtype).type_id)
+    return b.finish(out)
+
+
+def _norm_kinds(kinds) -> list[str]:
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    bad = [k for k in kinds if k not in _KIND_ORDER]
+    if bad or not kinds:
+        raise ValueError(f"unknown graph kinds {bad or kinds}; known: {', '.join(ALL_KINDS)}")
+    return sorted(set(kinds), key=_KIND_ORDER.__getitem__)
+
+
+def _norm_ops(ops) -> tuple[str, ...]:
+    if ops is None:
+        return FLOAT_OPS
+    ops = tuple(ops)
+    known = set(FLOAT_OPS) | {"greater", "less", "equal"}
+    bad = [o for o in ops if o not in known]
+    if bad:
+        raise ValueError(f"unknown pointwise ops {bad}; known: {', '.join(sorted(known))}")
+    # keep the shrink order of FLOAT_OPS whatever order was given
+    return tuple(o for o in FLOAT_OPS if o in ops) + tuple(o for o in ("greater", "less", "equal") if o in ops)
+
+
+def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), dtypes=("f32", "f16"),
+                 max_rank: int = 4, max_dim: int = 64, max_elements: int = 1 << 14, ops=None,
+                 max_epilogue: int = 3, quant: bool = True, views: bool = True, kind_weights=None,
+                 _plans_only: bool = False) -> st.SearchStrategy:
+    """Valid fused :class:`ir.Module` s of the kinds MIGraphX fuses (see this module's docstring).
+
+    - ``gemm``: ``dot`` (float) or ``quant_dot`` (i8 -> i32, when ``quant``) whose inputs may come
+      through transposes, reshapes (also transpose+contiguous+reshape as in the seed issue),
+      multibroadcasts of batch dims and slices, then a pointwise epilogue of up to ``max_epilogue``
+      ops with extra inputs broadcast in;
+    - ``pointwise``: 1..max(1, ``max_epilogue``) pointwise ops;
+    - ``reduce``: pointwise prologue, one ``reduce_*`` over some axes, pointwise epilogue;
+    - ``softmax``: pointwise prologue, ``softmax``, pointwise epilogue;
+    - ``attention``: dot(Q, K^T) [* scale] [+ mask] -> softmax -> dot(., V) -> epilogue.
+
+    ``ops`` restricts the pointwise ops (default :data:`FLOAT_OPS`); ``views=False`` draws plain
+    parameters only; ``kind_weights`` ({kind: weight}) makes some kinds more frequent (the draw still
+    shrinks toward the simplest kind). Dims are in 1..``max_dim``, every tensor has at most ``max_elements`` elements.
+    """
+    kinds = _norm_kinds(kinds)
+    float_dts = _float_dtypes(dtypes)
+    ops_t = _norm_ops(ops)
+    if max_rank < 1 or max_dim < 1:
+        raise ValueError("max_rank and max_dim must be >= 1")
+    if ("gemm" in kinds or "attention" in kinds) and max_rank < 2:
+        raise ValueError("gemm/attention need max_rank >= 2")
+
+    chain_ops = tuple(o for o in ops_t if o not in ("greater", "less", "equal")) or ("add",)
+    steps = _steps(len(chain_ops), max_epilogue)
+
+    weights = [max(0, int((kind_weights or {}).get(k, 1) * 4)) for k in kinds]
+    if not any(weights):
+        weights = [1] * len(kinds)
+    cum = [sum(weights[:i + 1]) for i in range(len(kinds))]
+
+    @st.composite
+    def plans(draw):
+        w = draw(st.integers(0, cum[-1] - 1))
+        kind = kinds[next(i for i, c in enumerate(cum) if w < c)]
+        dt = float_dts[draw(st.integers(0, len(float_dts) - 1))]
+        rank = draw(st.integers(1, max_rank))
+        dims = tuple(draw(st.integers(1, max_dim)) for _ in range(max_rank + 4))
+        inputs = tuple(draw(_DESC) for _ in range(4))
+        core = draw(st.integers(0, 7))
+        axes = tuple(draw(st.booleans()) for _ in range(max_rank))
+        return Plan(kind, dt, rank, dims, inputs, core, axes, tuple(draw(steps)), tuple(draw(steps)))
+
+    kw = dict(ops=chain_ops, cmp_ops=tuple(o for o in ops_t if o in ("greater", "less", "equal")), max_rank=max_rank, max_elements=max_elements, quant=quant, views=views)
+    if _plans_only:
+        return plans()
+    return plans().map(lambda p: build_module(p, **kw))
+
+
+def graph_kind(module: ir.Module) -> str:
+    """Which of :data:`ALL_KINDS` a module is (by its ops)."""
+    ops = module.ops()
+    dots = sum(o in ir.GEMM_OPS for o in ops)
+    if dots >= 2 and "softmax" in ops:
+        return "attention"
+    if dots:
+        return "gemm"
+    if "softmax" in ops:
+        return "softmax"
+    if any(o in ir.REDUCE_OPS for o in ops):
+        return "reduce"
+    return "pointwise"
+
+
+__all__ = ["fused_graphs", "graph_kind", "build_module", "Plan", "Step", "GraphBuilder", "ALL_KINDS", "FLOAT_OPS", "INT_OPS", "VIEW_RECIPES"]

@@ -1,0 +1,184 @@
+"""Hypothesis strategies for solutions (perf configs) of a problem, and for whole fuzz cases.
+
+:func:`solutions` draws from the applicable space (``codegen.space``) plus edge cases; every drawn
+solution passes ``codegen.check_applicable`` on the given limits. The draw shrinks toward the
+problem's default solution, then the edge cases, then the space in its order.
+
+Edge cases (each kept only when applicable on the limits):
+
+* gemm: the smallest tiles (1x1 output tile, KPerBlock 1, with and without local tiles), small
+  local-memory tiles shared by several work-items (2x2 .. 16x4 work-groups), the
+  largest tiles of the space, tiles bigger than the problem (MPerBlock/NPerBlock up to 4x the next
+  power of two of m/n, KPerBlock bigger than k), the widest VectorWidth that fits n, an unroll of 1;
+  there is no split-k field in this code generator's gemm perf config, so there is no split-k edge;
+* pointwise: BlockSize 1, the device's maximum work-group, more elements per work-item than the
+  tensor has, the widest vector that fits;
+* reduce/softmax: one work-item per reduction, more threads per reduction than elements, more groups
+  per block than reductions, the widest vector that fits.
+"""
+from __future__ import annotations
+
+from hypothesis import reject, strategies as st
+
+from .. import codegen
+from .graphs import ALL_KINDS, fused_graphs
+
+
+def _pow2_at_least(x: int) -> int:
+    p = 1
+    while p < max(1, x):
+        p *= 2
+    return p
+
+
+def _widest_vector(n: int) -> int:
+    vw = 1
+    for w in codegen.solution.VECTOR_WIDTHS:
+        if w <= n:
+            vw = w
+    return vw
+
+
+def _max_wg(limits) -> int:
+    return int(getattr(limits, "max_work_group_size", 0) or codegen.DEFAULT_LIMITS.max_work_group_size)
+
+
+def _gemm_edges(p, limits) -> list[str]:
+    vw = _widest_vector(p.n)
+    out = ["1,1,1,1,1,1,0,1", "1,1,4,1,1,1,0,4", "1,1,1,1,1,1,1,1", f"1,{vw},1,1,{vw},{vw},0,1",
+           # small local-memory tiles with several work-items per group (barriers matter)
+           "2,2,2,1,1,1,1,2", "4,4,4,1,1,1,1,4", f"8,{2 * vw},8,2,{vw},{vw},1,8", f"16,{4 * vw},8,4,{vw},{vw},1,4"]
+    bm, bn = 4 * _pow2_at_least(p.m), 4 * _pow2_at_least(p.n)
+    bk = 2 * _pow2_at_least(p.k)
+    for mt, nt, lt in ((min(8, bm), max(vw, min(16, bn)), 0), (min(4, bm), max(vw, min(4, bn)), 1)):
+        nt -= nt % vw
+        if nt < vw:
+            nt = vw
+        mb, nb = bm - bm % mt, max(nt, bn - bn % nt)
+        out.append(f"{mb},{nb},{min(bk, 64)},{mt},{nt},{vw},{lt},{1}")
+        out.append(f"{mb},{nb},8,{mt},{nt},{vw},{lt},8")
+    return out
+
+
+def _pointwise_edges(p, limits) -> list[str]:
+    vw = _widest_vector(p.reduce_len)
+    mw = _max_wg(limits)
+    big = _pow2_at_least(max(1, p.elements))
+    return ["1,1,1", f"1,1,{vw}", f"{min(mw, 1024)},1,1", f"{min(mw, 256)},8,{vw}",
+            f"{min(mw, max(1, big))},{min(big, 64)},1"]
+
+
+def _reduce_edges(p, limits) -> list[str]:
+    vw = _widest_vector(p.reduce_len)
+    tpg = min(256, 2 * _pow2_at_least(p.reduce_len))
+    gpb = min(64, 2 * _pow2_at_least(p.outer))
+    return ["1,1,1,1", f"1,1,{vw},1", f"1,{tpg},1,1", f"{gpb},1,1,4", f"1,{tpg},{vw},4",
+            f"{max(1, 1024 // tpg)},{tpg},1,1"]
+
+
+def edge_solutions(problem, limits=None) -> list:
+    """The edge-case solutions of ``problem`` that are applicable on ``limits`` (no duplicates)."""
+    texts = {"gemm": _gemm_edges, "pointwise": _pointwise_edges}.get(problem.kind, _reduce_edges)(problem, limits)
+    out, seen = [], set()
+    for t in texts:
+        try:
+            s = codegen.Solution.parse(problem.kind, t)
+        except codegen.SolutionError:
+            continue
+        if s.values in seen or not codegen.is_applicable(problem, s, limits):
+            continue
+        seen.add(s.values)
+        out.append(s)
+    return out
+
+
+def _limits_key(limits):
+    if limits is None:
+        return None
+    return tuple(getattr(limits, a, None) for a in ("max_work_group_size", "local_mem_size", "compute_units",
+                                                    "kind", "name", "key_name"))
+
+
+_CACHE: dict = {}
+
+
+def solution_list(problem, limits=None, edge_cases: bool = True) -> list:
+    """Default solution first, then edge cases, then the rest of the applicable space (cached)."""
+    key = (problem, _limits_key(limits), edge_cases)
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _CACHE[key] = _solution_list(problem, limits, edge_cases)
+        while len(_CACHE) > 2048:
+            _CACHE.pop(next(iter(_CACHE)))
+    return list(hit)
+
+
+def _solution_list(problem, limits, edge_cases) -> list:
+    out, seen = [], set()
+
+    def add(s):
+        if s is not None and s.values not in seen and codegen.is_applicable(problem, s, limits):
+            seen.add(s.values)
+            out.append(s)
+
+    try:
+        add(codegen.default_solution(problem, limits))
+    except codegen.NotApplicable:
+        pass
+    if edge_cases:
+        for s in edge_solutions(problem, limits):
+            add(s)
+    for s in codegen.space(problem, limits):
+        add(s)
+    return out
+
+
+def solutions(problem, limits=None, edge_cases: bool = True) -> st.SearchStrategy:
+    """Applicable solutions of ``problem`` (a ``codegen.Problem``) on ``limits`` (a device or
+    ``codegen.DeviceLimits``; None: the code generator's defaults). Shrinks toward the default."""
+    sols = solution_list(problem, limits, edge_cases)
+    if not sols:
+        return st.nothing()
+    return st.sampled_from(sols)
+
+
+SUPPORTED_KINDS = tuple(k for k in ALL_KINDS if k in codegen.KINDS)   # what codegen lowers (no attention)
+
+
+def fused_cases(kinds=SUPPORTED_KINDS, dtypes=("f32", "f16"), max_rank: int = 4, max_dim: int = 64,
+                max_elements: int = 1 << 14, ops=None, max_epilogue: int = 3, limits=None, edge_cases: bool = True,
+                max_solutions: int = 1, **graph_kw) -> st.SearchStrategy:
+    """``(module, solution, seed)`` triples: a module from :func:`fused_graphs`, an applicable solution
+    of its problem (from :func:`solution_list`: default first, edge cases, the space; the pick is an
+    index modulo the list's length, so it shrinks toward the default) and a seed for
+    ``ir.random_inputs``. Modules the code generator does not support (``codegen.NotSupported``,
+    e.g. attention) are filtered out.
+
+    With ``max_solutions > 1`` the second item is a list of 1..max_solutions distinct solutions
+    (the fuzzer checks them in parallel).
+    """
+    graphs = fused_graphs(kinds=kinds, dtypes=dtypes, max_rank=max_rank, max_dim=max_dim,
+                          max_elements=max_elements, ops=ops, max_epilogue=max_epilogue, **graph_kw)
+
+    @st.composite
+    def cases(draw):
+        # The solution picks and the seed come first: Hypothesis shrinks roughly left to right, so a
+        # failing case drops to its one failing solution before the (costlier to vary) module shrinks.
+        pick = st.integers(0, 2 ** 16 - 1)
+        picks = draw(st.lists(pick, min_size=1, max_size=max_solutions)) if max_solutions > 1 else [draw(pick)]
+        seed = draw(st.integers(0, 2 ** 16 - 1))
+        module = draw(graphs)
+        try:
+            problem = codegen.problem_of(module)
+        except codegen.LoweringError:
+            reject()
+        sols = solution_list(problem, limits, edge_cases)
+        if not sols:
+            reject()
+        chosen = list({sols[i % len(sols)].values: sols[i % len(sols)] for i in picks}.values())
+        return module, (chosen if max_solutions > 1 else chosen[0]), seed
+
+    return cases()
+
+
+__all__ = ["solutions", "solution_list", "edge_solutions", "fused_cases", "SUPPORTED_KINDS"]

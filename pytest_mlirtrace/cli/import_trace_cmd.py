@@ -94,9 +94,13 @@ def _run(args) -> int:
     with open(os.path.join(args.out, "parts.json"), "w") as f:
         f.write(parts.to_json())
     print(parts.summary().rstrip())
-    if not parts.mlir_modules and not parts.module_dumps:
-        print(f"mlirtrace: {args.log}: no module dump or MLIR module found", file=sys.stderr)
+    found = (parts.mlir_modules or parts.module_dumps or parts.benchmarks or parts.errors or parts.code_objects
+             or parts.kernel_timings)
+    if not found:
+        print(f"mlirtrace: {args.log}: nothing MIGraphX printed was found in it", file=sys.stderr)
         return 2
+    if not parts.mlir_modules:
+        print("no MLIR module in this log: nothing to reproduce (its parts are in parts.json)")
 
     s = session(args)
     writer = ReproWriter(args.out)

@@ -1,0 +1,108 @@
+#!/usr/bin/env python
+"""Fuzzer throughput and time-to-find per planted fault.
+
+    python benchmarks/bench_fuzz.py [--budget 60] [--fault-budget 90] [--seed 1] [--faults a,b] [--no-clean]
+
+1. a clean-tree ``mlirtrace fuzz`` for ``--budget`` seconds: cases/s (a case = one module x solution x
+   seed compiled and checked against the oracle), examples, the slowest compile+run;
+2. for each fault in ``codegen.FAULTS`` (``MLIRTRACE_INJECT=<fault>``): ``mlirtrace fuzz --budget
+   --fault-budget --seed`` in a fresh directory; the time to the first failing case, the time its shrunk
+   reproducer was written, the shrunk module's ops, and whether the reproducer fails with the fault on
+   and passes with it off.
+
+Each run is a subprocess with its own example database, so runs don't help each other (PoCL's
+on-disk kernel cache is shared, as on any machine that ran the fuzzer before).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(inject):
+    env = dict(os.environ)
+    env.pop("MLIRTRACE_INJECT", None)
+    if inject:
+        env["MLIRTRACE_INJECT"] = inject
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def fuzz(workdir: Path, inject, budget, seed, extra=()):
+    report = workdir / "report.json"
+    cmd = [sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", str(budget), "--seed", str(seed),
+           "--repro-dir", str(workdir / "repro"), "--database", str(workdir / "db"), "--report", str(report),
+           "--quiet", *extra]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, cwd=workdir, env=_env(inject), capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return p, data, wall, " ".join(["MLIRTRACE_INJECT=" + inject] if inject else []) + " mlirtrace " + " ".join(cmd[3:])
+
+
+def repro_ok(script, inject) -> bool:
+    on = subprocess.run([sys.executable, script, "--quiet"], env=_env(inject), capture_output=True, text=True)
+    off = subprocess.run([sys.executable, script, "--quiet"], env=_env(None), capture_output=True, text=True)
+    return on.returncode != 0 and off.returncode == 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=60.0, help="clean-tree throughput run (s)")
+    ap.add_argument("--fault-budget", type=float, default=90.0, help="budget of each fault run (s)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--faults", default=None, help="comma-separated subset of codegen.FAULTS")
+    ap.add_argument("--no-clean", action="store_true", help="skip the clean-tree throughput run")
+    ap.add_argument("--extra", default="", help="extra fuzz arguments, e.g. '--max-dim 8'")
+    a = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from pytest_mlirtrace.codegen import FAULTS
+
+    extra = a.extra.split()
+    faults = [f for f in (a.faults.split(",") if a.faults else FAULTS)]
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as tmp:
+        if not a.no_clean:
+            d = Path(tmp) / "clean"
+            d.mkdir()
+            p, data, wall, cmd = fuzz(d, None, a.budget, a.seed, extra)
+            print(f"clean tree: {cmd}")
+            print(f"  {data.get('cases', 0)} cases in {data.get('elapsed_s', wall):.1f}s = "
+                  f"{data.get('cases_per_s', 0):.2f} cases/s ({data.get('examples', 0)} examples, "
+                  f"{data.get('replayed', 0)} replayed, {data.get('lanes', '?')} lanes, slowest compile+run "
+                  f"{data.get('max_case_s', 0):.1f}s), kinds {data.get('kinds', {})}, findings "
+                  f"{len(data.get('findings', []))}, exit {p.returncode}")
+            if p.returncode != 0:
+                status = 1
+        print(f"\n{'fault':<24} {'found':>7} {'written':>8} {'cases/s':>8}  {'repro on/off':<12} shrunk ops")
+        for fault in faults:
+            d = Path(tmp) / fault
+            d.mkdir()
+            fx = list(extra) + (["--timeout", "6"] if fault == "infinite_loop" and "--timeout" not in extra else [])
+            p, data, wall, cmd = fuzz(d, fault, a.fault_budget, a.seed, fx)
+            gemm = [f for f in data.get("findings", []) if "dot" in f.get("ops", [])]
+            if not gemm:
+                print(f"{fault:<24} {'-':>7} {'-':>8} {data.get('cases_per_s', 0):>8.2f}  {'not found':<12} "
+                      f"(within {a.fault_budget:g}s)")
+                status = 1
+                continue
+            f = gemm[0]
+            ok = repro_ok(f["path"], fault)
+            status |= 0 if ok else 1
+            print(f"{fault:<24} {f['first_found_s']:>6.1f}s {f['written_s']:>7.1f}s {data['cases_per_s']:>8.2f}  "
+                  f"{'fails/passes' if ok else 'NOT OK':<12} {f['ops']} {f['solution']}"
+                  + ("" if f["shrunk"] else "  (shrink cut by budget)"))
+            print(f"    {cmd}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Problems, solutions, applicability and the lowering API (no OpenCL needed)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cg_modules import gemm, pointwise_mod, reduce_mod, seed, softmax_mod
+from pytest_mlirtrace.codegen import (FAULTS, FIELDS, DeviceLimits, FaultError, LoweringError, NotApplicable,
+                                      NotSupported, Solution, SolutionError, check_applicable, default_solution,
+                                      lower, pack_inputs, problem_of, quick_list, space, unpack_outputs)
+from pytest_mlirtrace.ir import Module, random_inputs
+
+SEED_KEY = "-t f16 -out_datatype f16 -transA false -transB false -g 1 -m 384 -n 768 -k 768"
+GPU = DeviceLimits.nvidia_gpu()
+
+
+def test_seed_problem_key():
+    p = problem_of(seed())
+    assert p.key() == SEED_KEY
+    assert (p.kind, p.g, p.m, p.n, p.k, p.transA, p.transB) == ("gemm", 1, 384, 768, 768, False, False)
+
+
+def test_problem_keys_of_other_kinds():
+    assert problem_of(gemm(5, 6, 7, "i8", epilogue=())).key() == (
+        "-t i8 -out_datatype i32 -transA false -transB false -g 1 -m 5 -n 6 -k 7")
+    p = problem_of(gemm(5, 6, 7, transA=True, transB=True, batch=(2, 3)))
+    assert (p.transA, p.transB, p.g) == (True, True, 6)
+    assert problem_of(pointwise_mod()).kind == "pointwise"
+    r = problem_of(reduce_mod("reduce_max", (0, 2)))
+    assert (r.kind, r.outer, r.reduce_len, r.op) == ("reduce", 37, 15, "reduce_max")
+    s = problem_of(softmax_mod())
+    assert (s.kind, s.outer, s.reduce_len) == ("softmax", 12, 19)
+
+
+@pytest.mark.parametrize("kind,text", [("gemm", "64,64,8,16,64,8,1,1"), ("gemm", "8,32,8,8,32,16,0,4"),
+                                       ("pointwise", "64,4,16"), ("reduce", "4,16,4,1"), ("softmax", "1,1,1,1")])
+def test_solution_round_trip(kind, text):
+    s = Solution.parse(kind, text)
+    assert str(s) == text
+    assert Solution.parse(kind, str(s)) == s
+    assert list(s.fields) == list(FIELDS[kind])
+
+
+def test_solution_fields_by_name():
+    s = Solution.parse("gemm", "64,64,8,16,64,8,1,1")
+    assert (s.MPerBlock, s.NPerThread, s.VectorWidth, s.LocalTiles, s.Unroll) == (64, 64, 8, 1, 1)
+    assert s.work_group() == (1, 4, 1)
+    assert Solution.of("gemm", **s.fields) == s
+    with pytest.raises(AttributeError, match="no field 'Foo'"):
+        s.Foo  # noqa: B018
+
+
+@pytest.mark.parametrize("kind,text,match", [
+    ("gemm", "64,64,8", r"has 3 field\(s\), expected 8: MPerBlock,NPerBlock,KPerBlock"),
+    ("gemm", "64,64,x,16,64,8,1,1", r"field 3 \(KPerBlock\) is 'x', expected a positive integer"),
+    ("gemm", "64,64,8,16,64,8,2,1", r"field 7 \(LocalTiles\) is 2, expected 0 .* or 1"),
+    ("gemm", "64,64,8,16,64,3,1,1", r"field 6 \(VectorWidth\) is 3, expected one of 1, 2, 4, 8, 16"),
+    ("gemm", "64,64,8,24,64,8,1,1", r"field 1 \(MPerBlock\) is 64, expected a multiple of MPerThread \(24\)"),
+    ("gemm", "64,64,8,16,64,8,1,3", r"field 8 \(Unroll\) is 3, expected a divisor of KPerBlock"),
+    ("gemm", "0,64,8,16,64,8,1,1", r"field 1 \(MPerBlock\) is 0, expected a positive integer"),
+    ("reduce", "4,3,4,1", r"field 2 \(ThreadsPerGroup\) is 3, expected a power of two"),
+    ("conv", "1", r"unknown solution kind 'conv'"),
+])
+def test_bad_solution_strings(kind, text, match):
+    with pytest.raises(SolutionError, match=match):
+        Solution.parse(kind, text)
+
+
+def test_not_applicable_reasons():
+    p = problem_of(seed())
+    small = DeviceLimits(max_work_group_size=256, local_mem_size=16384, compute_units=8, kind="gpu")
+    with pytest.raises(NotApplicable, match="work-group of 1024 work-items .* exceeds the device maximum 256"):
+        check_applicable(p, Solution.parse("gemm", "128,128,8,4,4,4,1,8"), small)
+    with pytest.raises(NotApplicable, match="needs 33280 bytes of local memory, the device has 16384"):
+        check_applicable(p, Solution.parse("gemm", "128,128,32,8,8,4,1,8"), small)
+    with pytest.raises(NotApplicable, match="exceeds 256 accumulators"):
+        check_applicable(p, Solution.parse("gemm", "32,64,8,32,64,16,0,4"))
+    with pytest.raises(NotApplicable, match="VectorWidth 16 is wider than n = 3"):
+        check_applicable(problem_of(gemm(5, 3, 7)), Solution.parse("gemm", "8,32,8,8,32,16,0,4"))
+    with pytest.raises(NotApplicable, match="pointwise solution does not apply to a gemm problem"):
+        check_applicable(p, Solution.parse("pointwise", "64,1,4"))
+    with pytest.raises(NotApplicable, match="wider than the reduction"):
+        check_applicable(problem_of(softmax_mod(lens=(4, 3))), Solution.parse("softmax", "1,1,4,1"))
+    with pytest.raises(NotApplicable):
+        lower(gemm(5, 3, 7), "8,32,8,8,32,16,0,4")
+
+
+def test_spaces_and_quick_lists():
+    p = problem_of(seed())
+    full = space(p)
+    assert 200 <= len(full) <= 2000
+    for lim in (None, GPU):
+        q = quick_list(p, lim)
+        assert 30 <= len(q) <= 40, len(q)
+        for s in q:
+            check_applicable(p, s, lim)
+    assert any(not s.LocalTiles for s in quick_list(p)) and any(s.LocalTiles for s in quick_list(p, GPU))
+    assert default_solution(p).LocalTiles == 0 and default_solution(p, GPU).LocalTiles == 1
+    # tiny and odd problems still get applicable solutions
+    for mod in (gemm(1, 1, 1), gemm(3, 17, 5, "i8", epilogue=()), pointwise_mod(), reduce_mod(),
+                softmax_mod(lens=(2, 3))):
+        pr = problem_of(mod)
+        assert quick_list(pr), pr.key()
+        check_applicable(pr, default_solution(pr))
+        check_applicable(pr, default_solution(pr, GPU), GPU)
+        assert space(pr)
+
+
+def test_lowering_is_deterministic_and_documented():
+    m = seed()
+    a = lower(m, "8,32,8,8,32,16,0,4")
+    b = lower(seed(), "8,32,8,8,32,16,0,4")
+    assert a.source == b.source
+    head = a.source.splitlines()[:6]
+    assert any("mlir_transpose_reshape_dot_add" in h for h in head)
+    assert any(SEED_KEY in h for h in head)
+    assert any("solution: 8,32,8,8,32,16,0,4" in h for h in head)
+    assert a.kernel_name == "mlir_transpose_reshape_dot_add"
+    assert lower(m, "12,16,8,12,16,16,0,4").source != a.source
+    kinds = [(x.kind, x.param, x.dtype, x.elements) for x in a.args]
+    assert kinds == [("input", "x1", "f16", 294912), ("input", "y0", "f16", 294912),
+                     ("input", "y1.0", "f16", 589824), ("output", None, "f16", 294912)]
+    assert a.global_size == (24, 48, 1) and a.local_size == (1, 1, 1)
+    assert "cl_khr_fp16" not in a.source and "vload_half" not in a.source
+
+
+def test_pack_and_unpack_follow_strides():
+    m = Module()
+    x = m.add_param("x", "f32", [2, 3], [1, 4])       # column-major with a gap
+    y = m.add_param("y", "f32", [3], [0])             # broadcast storage of 1 element
+    b = m.add("multibroadcast", y, out_lens=[2, 3])
+    m.add_return(m.add("add", x, b))
+    spec = lower(m, "1,1,1")
+    inp = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "y": np.full(3, 5, np.float32)}
+    px, py = pack_inputs(spec, inp)
+    assert px.size == 1 + 1 * 1 + 2 * 4 == spec.inputs[0].elements
+    assert list(px[[0, 1, 4, 5, 8, 9]]) == [0, 3, 1, 4, 2, 5]
+    assert py.size == 1 and py[0] == 5
+    out = unpack_outputs(spec, [np.arange(6, dtype=np.float32)])
+    assert out[0].shape == (2, 3)
+
+
+def test_unsupported_patterns_name_the_instruction():
+    m = Module()
+    q = m.add_param("q", "f32", [4, 8])
+    k = m.add_param("k", "f32", [8, 4])
+    v = m.add_param("v", "f32", [4, 8])
+    s = m.add("softmax", m.add("dot", q, k), axis=1)
+    m.add_return(m.add("dot", s, v))
+    with pytest.raises(NotSupported, match=r"attention-like pattern dot -> softmax -> dot"):
+        lower(m)
+    m2 = Module()
+    a = m2.add_param("a", "f32", [4])
+    m2.add_return(m2.add("relu", a), m2.add("neg", a))
+    with pytest.raises(NotSupported, match="returns 2 values"):
+        problem_of(m2)
+    m3 = Module()
+    a = m3.add_param("a", "f32", [4, 4])
+    r = m3.add("reduce_sum", a, axes=[1])
+    m3.add_return(m3.add("reduce_max", r, axes=[0]))
+    with pytest.raises(NotSupported, match="more than one reduction"):
+        lower(m3)
+    m4 = Module()
+    a = m4.add_param("a", "f32", [4, 4])
+    b = m4.add_param("b", "f32", [4, 4])
+    d = m4.add("dot", a, b)
+    m4.add_return(m4.add("multibroadcast", m4.add("reduce_sum", d, axes=[1]), out_lens=[4, 4]))
+    with pytest.raises(LoweringError, match="reduce_sum"):
+        lower(m4)
+    m5 = Module()
+    a = m5.add_param("a", "f32", [4, 4])
+    m5.add_return(m5.add("add", m5.add("dot", a, a), m5.add("transpose", m5.add("dot", a, a),
+                                                            permutation=[1, 0])))
+    with pytest.raises(NotSupported, match="more than one gemm"):
+        lower(m5)
+
+
+def test_faults_registry():
+    assert set(FAULTS) == {"k_tail_off_by_one", "missing_barrier", "oob_write_n_edge", "infinite_loop",
+                           "wrong_transpose_stride"}
+    with pytest.raises(FaultError, match="unknown fault.*'nope'"):
+        lower(seed(), "8,32,8,8,32,16,0,4", inject="nope")
+    m = gemm(17, 19, 23)
+    base = lower(m, "4,16,8,4,16,16,0,4").source
+    for f in FAULTS:
+        assert lower(m, "4,16,8,4,16,16,0,4", inject=f).source != base
+    assert lower(m, "4,16,8,4,16,16,0,4", inject="").source == base
+    assert lower(m, "4,16,8,4,16,16,0,4", inject=None).source == base
+
+
+def test_random_inputs_round_trip_through_pack():
+    m = seed("f32", heads=2, m=5, hd=3, n=4)
+    spec = lower(m, default_solution(problem_of(m)))
+    bufs = pack_inputs(spec, random_inputs(m))
+    assert [b.size for b in bufs] == [a.elements for a in spec.inputs]

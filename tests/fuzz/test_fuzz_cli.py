@@ -1,0 +1,105 @@
+"""``mlirtrace fuzz`` command line: usage errors, progress, summary; the fuzz loop's bookkeeping."""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pytest_mlirtrace.cli import fuzz_cmd
+from pytest_mlirtrace.cli.main import build_parser, main
+
+
+def parse(*argv):
+    return build_parser().parse_args(["fuzz", *argv])
+
+
+def test_fuzz_is_registered_with_its_options():
+    a = parse("--budget", "5", "--seed", "3", "--kinds", "gemm,reduce", "--max-dim", "8", "--repro-dir", "r",
+              "--database", "db", "--quiet", "--device", "pocl")
+    assert a.budget == 5.0 and a.seed == 3 and a.kinds == ["gemm", "reduce"] and a.max_dim == 8
+    assert a.repro_dir == "r" and a.database == "db" and a.quiet and a.device == "pocl"
+    a = parse("--budget", "1")
+    assert a.database == ".mlirtrace/fuzz-db" and a.repro_dir == "reproducers" and a.kinds is None
+
+
+@pytest.mark.parametrize("argv", [[], ["--budget", "0"], ["--budget", "x"], ["--budget", "5", "--kinds", "conv"],
+                                  ["--budget", "5", "--max-dim", "0"]])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["fuzz", *argv])
+    assert e.value.code == 2
+
+
+def test_unknown_fault_is_a_usage_error(tmp_path):
+    env = dict(os.environ, MLIRTRACE_INJECT="no_such_fault")
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", "5", "--repro-dir",
+                        str(tmp_path / "r"), "--database", "none"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "no_such_fault" in p.stderr
+
+
+class _Stats:
+    def __init__(self):
+        from collections import Counter
+        self.elapsed_s, self.cases, self.failures, self.phase = 2.0, 10, Counter(wrong=2), "generating"
+
+    @property
+    def rate(self):
+        return 5.0
+
+
+class _Fz:
+    def __init__(self):
+        self.stats, self.findings = _Stats(), []
+        self.o = type("O", (), {"budget_s": 30})()
+
+
+def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise():
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    t = TTY()
+    p = fuzz_cmd._Progress(stream=t)
+    p(_Fz())
+    p.last = 0
+    p(_Fz())
+    p.done()
+    text = t.getvalue()
+    assert text.count("\r") == 2 and text.endswith("\n") and "10 cases (5.00/s)" in text and "wrong 2" in text
+    s = io.StringIO()
+    p = fuzz_cmd._Progress(stream=s, every_s=0)
+    p(_Fz())
+    p(_Fz())
+    assert s.getvalue().count("\n") == 2 and "\r" not in s.getvalue()
+    q = io.StringIO()
+    fuzz_cmd._Progress(stream=q, quiet=True)(_Fz())
+    assert q.getvalue() == ""
+
+
+def test_a_kind_the_code_generator_does_not_lower_is_a_usage_error(tmp_path, capsys):
+    assert main(["fuzz", "--budget", "1", "--kinds", "attention", "--repro-dir", str(tmp_path / "r"),
+                 "--database", "none", "--quiet"]) == 2
+    assert "attention" in capsys.readouterr().err
+
+
+def test_summary_lists_cases_rate_failures_and_reproducers():
+    from collections import Counter
+
+    from pytest_mlirtrace import ir
+    from pytest_mlirtrace.strategies.fuzz import Finding, FuzzReport, FuzzStats
+
+    m = ir.Module()
+    m.add_return(m.add("relu", m.add_param("x0", "f32", [2])))
+    st = FuzzStats(cases=30, examples=10, campaigns=2, elapsed_s=10.0, failures=Counter(wrong=3))
+    w = type("W", (), {"new": True, "count": 1, "signature": "wrong-x-1", "script_path": "r/x.py"})()
+    f = Finding("wrong/pointwise", "wrong", m, "64,1,1", 3, None, "output 0: 1/2 elements differ",
+                first_found_s=1.0, written_s=4.0, written=w, path="r/x.py")
+    text = fuzz_cmd.summary(FuzzReport(st, [f]), 2)
+    assert "30 cases in 10.0s (3.00 cases/s)" in text and "wrong 3" in text
+    assert "reproducers written: 1 (1 new)" in text and "r/x.py" in text and "found after 1.0s" in text
+    assert FuzzReport(st, [f]).exit_code == 1 and FuzzReport(st, []).exit_code == 0

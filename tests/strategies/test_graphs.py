@@ -1,0 +1,153 @@
+"""fused_graphs: valid modules of every kind, text and MLIR round trips, well-conditioned numerics, shrinking."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+
+from pytest_mlirtrace import codegen, ir, mlir
+from pytest_mlirtrace.strategies import ALL_KINDS, fused_graphs, graph_kind
+
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@FAST
+@given(fused_graphs())
+def test_generated_modules_verify_and_stay_in_bounds(m):
+    m.verify()
+    assert m.returns() and m.ops()
+    out = m.get(m.returns()[0])
+    assert out.shape.dtype.name != "bool"
+    for ins in m.instructions:
+        if ins.shape is not None:
+            assert ins.shape.rank <= 4 + 1
+    for p in m.params():
+        assert all(1 <= n <= 64 + 4 for n in p.shape.lens)      # slices add up to 4 to a dim
+    # every instruction is used (nothing dead): the codegen and the oracle see the same program
+    used = {i for ins in m.instructions for i in ins.inputs}
+    for ins in m.instructions[:-1]:
+        assert ins.name in used or ins.op == "@return", f"{ins.name} is dead in\n{m}"
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_each_kind_is_drawn_and_classified(kind):
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(fused_graphs(kinds=(kind,), max_dim=8))
+    def check(m):
+        assert graph_kind(m) == kind, str(m)
+        if kind == "gemm":
+            assert any(o in ("dot", "quant_dot") for o in m.ops())
+        if kind == "attention":
+            assert m.ops().count("dot") == 2 and "softmax" in m.ops()
+
+    check()
+
+
+@FAST
+@given(fused_graphs(max_dim=8, max_elements=64))
+def test_max_elements_holds_for_every_parameter(m):
+    for p in m.params():
+        # slices add at most 4 to one dim of a parameter
+        assert p.shape.elements <= 64 * 5
+
+
+@FAST
+@given(fused_graphs(kinds=("pointwise", "reduce"), ops=("add", "relu")))
+def test_ops_restricts_the_pointwise_ops(m):
+    allowed = {"add", "relu"} | set(ir.VIEW_OPS) | set(ir.REDUCE_OPS) | {"abs"}
+    assert set(m.ops()) <= allowed, m.ops()
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        fused_graphs(kinds=("conv",))
+    with pytest.raises(ValueError):
+        fused_graphs(ops=("frobnicate",))
+    with pytest.raises(ValueError):
+        fused_graphs(kinds=("gemm",), max_rank=1)
+
+
+@FAST
+@given(fused_graphs())
+def test_migraphx_text_round_trip(m):
+    text = ir.print_module(m)
+    again = ir.parse_module(text)
+    assert ir.print_module(again) == text
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(fused_graphs())
+def test_mlir_round_trip(m):
+    text = mlir.emit_mlir(m)
+    back = mlir.parse_mlir_module(text)
+    assert mlir.emit_mlir(back) == text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(fused_graphs(), st.integers(0, 2 ** 16))
+def test_oracle_outputs_are_finite(m, seed):
+    """The conditioning rules keep log/sqrt/div/exp/pow... away from NaN/inf on the oracle's inputs."""
+    for out in ir.evaluate(m, ir.random_inputs(m, seed)):
+        x = np.asarray(out).astype(np.float64)
+        assert np.isfinite(x).all(), str(m)
+
+
+# ---- shrinking ------------------------------------------------------------------
+SHRINK = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+                  phases=[Phase.generate, Phase.shrink])
+COMPUTE_HELPERS = {"abs", "add"}     # the positivity guard add(abs(x), 1) of log/sqrt/rsqrt/recip/div/pow
+VIEWS = set(ir.VIEW_OPS)
+
+
+def minimal_with(op: str, **kw) -> ir.Module:
+    return find(fused_graphs(**kw), lambda m: op in m.ops(), settings=SHRINK, random=random.Random(0))
+
+
+def compute_ops(m: ir.Module) -> list[str]:
+    return [o for o in m.ops() if o not in VIEWS]
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "relu", "exp", "floor", "softmax", "reduce_max", "dot", "quant_dot", "sub"])
+def test_a_failure_caused_by_one_op_shrinks_to_that_op(op):
+    m = minimal_with(op)
+    assert compute_ops(m) == [op], f"minimal example for {op}:\n{m}"
+    assert set(m.ops()) <= {op} | VIEWS
+    # and the dims went small: every parameter has at most 2 elements per dim
+    assert all(n <= 2 for p in m.params() for n in p.shape.lens), str(m)
+
+
+@pytest.mark.parametrize("op", ["log", "div"])
+def test_a_guarded_op_shrinks_to_the_op_and_its_guard(op):
+    m = minimal_with(op)
+    ops = compute_ops(m)
+    assert ops[-1] == op and set(ops) <= {op} | COMPUTE_HELPERS and len(ops) <= 3, f"{op}:\n{m}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["sub", "max", "min", "neg", "abs", "tanh", "sigmoid", "erf", "ceil", "where",
+                                "convert", "reduce_sum", "reduce_mean", "reduce_min"])
+def test_more_ops_shrink_to_themselves(op):
+    m = minimal_with(op)
+    ops = compute_ops(m)
+    helpers = {"where": {"greater", "less", "equal"}}.get(op, set())
+    assert op in ops and set(ops) - {op} <= helpers, f"{op}:\n{m}"
+
+
+@pytest.mark.parametrize("view", ["broadcast", "slice"])
+def test_a_view_shrinks_to_the_view_and_one_op(view):
+    m = minimal_with(view)
+    assert view in m.ops() and len(compute_ops(m)) == 1, str(m)
+
+
+def test_failing_on_a_dim_shrinks_the_dims():
+    """A property that needs a gemm with k >= 5 shrinks to k == 5 and m, n == 1."""
+    def needs(m):
+        return any(i.op == "dot" and m.get(i.inputs[0]).shape.lens[-1] >= 5 for i in m.instructions)
+
+    m = find(fused_graphs(kinds=("gemm",)), needs, settings=SHRINK, random=random.Random(0))
+    p = codegen.problem_of(m)
+    assert (p.m, p.n, p.k) == (1, 1, 5), str(m)
+    assert compute_ops(m) == ["dot"]

@@ -1,0 +1,47 @@
+"""No generated input crashes the Python side: lowering succeeds or raises the documented errors."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_mlirtrace import codegen, ir, mlir
+from pytest_mlirtrace.strategies import fused_graphs, solution_list
+
+S = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@S
+@given(fused_graphs(max_dim=24), st.data())
+def test_lowering_succeeds_or_raises_lowering_error(module, data):
+    """Every kind, attention included (the code generator refuses it with NotSupported)."""
+    try:
+        problem = codegen.problem_of(module)
+    except codegen.NotSupported:
+        return
+    sols = solution_list(problem)
+    idx = data.draw(st.lists(st.integers(0, len(sols) - 1), min_size=1, max_size=3, unique=True))
+    for i in idx:
+        try:
+            spec = codegen.lower(module, sols[i])
+        except codegen.LoweringError:
+            continue
+        assert spec.source and spec.kernel_name
+        arrays = codegen.pack_inputs(spec, ir.random_inputs(module, 0))
+        assert len(arrays) == len(spec.inputs)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(fused_graphs(kinds=("attention",), max_dim=8))
+def test_attention_is_refused_with_not_supported(module):
+    try:
+        codegen.problem_of(module)
+    except codegen.NotSupported as e:
+        assert "attention" in str(e) or "gemm" in str(e)
+
+
+@S
+@given(fused_graphs(max_dim=16))
+def test_mlir_emit_and_parse_never_crash(module):
+    text = mlir.emit_mlir(module)
+    assert "func.func" in text
+    mlir.parse_mlir_module(text).verify()

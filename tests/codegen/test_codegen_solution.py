@@ -193,3 +193,19 @@ def test_random_inputs_round_trip_through_pack():
     spec = lower(m, default_solution(problem_of(m)))
     bufs = pack_inputs(spec, random_inputs(m))
     assert [b.size for b in bufs] == [a.elements for a in spec.inputs]
+
+
+def test_vector_accesses_go_through_one_base_pointer():
+    """Lanes are addressed as (p + (base))[l]: LLVM (PoCL) only merges such loads into one vector load."""
+    from pytest_mlirtrace.codegen import expr as E
+    from pytest_mlirtrace.codegen.kernel import lanes_of
+    n = E.var("n", 768)
+    affine = lanes_of(E.var("m", 4) * 768 + n, lambda l: ({"n": E.var("c", 768) + l}, {"c": "c0"}), 4)
+    assert [affine.at("p", l) for l in range(2)] == ["(p + (c0 + 768*m))[0]", "(p + (c0 + 768*m))[1]"]
+    split = lanes_of(E.fdiv(n, 2) + E.fmod(n, 2) * 5, lambda l: ({"n": E.var("c", 768) + l}, {"c": "c0"}), 2)
+    assert isinstance(split, list) and len(split) == 2
+    src = lower(gemm(64, 64, 64), "8,32,8,8,32,16,0,4").source
+    assert "(p1 + (b1_0 + 64*k))[15]" in src
+    # 16-wide float accumulators pass through an inline helper so clang keeps 512-bit registers
+    assert "keep16(" in src
+    assert "keep16(" not in lower(gemm(64, 64, 64), "8,16,8,8,16,8,0,4").source

@@ -10,8 +10,8 @@
    reproducer was written, the shrunk module's ops, and whether the reproducer fails with the fault on
    and passes with it off.
 
-Each run is a subprocess with its own example database, so runs don't help each other (PoCL's
-on-disk kernel cache is shared, as on any machine that ran the fuzzer before).
+Each run is a subprocess with its own example database, so runs don't help each other; PoCL's
+on-disk kernel cache is shared (as on any machine that ran the fuzzer before) unless ``--cold``.
 """
 from __future__ import annotations
 
@@ -27,8 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+COLD_CACHE = None
+
+
 def _env(inject):
     env = dict(os.environ)
+    if COLD_CACHE:
+        env["POCL_CACHE_DIR"] = tempfile.mkdtemp(prefix="pocl-", dir=COLD_CACHE)
     env.pop("MLIRTRACE_INJECT", None)
     if inject:
         env["MLIRTRACE_INJECT"] = inject
@@ -61,6 +66,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--faults", default=None, help="comma-separated subset of codegen.FAULTS")
     ap.add_argument("--no-clean", action="store_true", help="skip the clean-tree throughput run")
+    ap.add_argument("--cold", action="store_true",
+                    help="give every run an empty PoCL kernel cache (POCL_CACHE_DIR), as on a fresh machine")
     ap.add_argument("--extra", default="", help="extra fuzz arguments, e.g. '--max-dim 8'")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -69,7 +76,10 @@ def main(argv=None) -> int:
     extra = a.extra.split()
     faults = [f for f in (a.faults.split(",") if a.faults else FAULTS)]
     status = 0
+    global COLD_CACHE
     with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as tmp:
+        if a.cold:
+            COLD_CACHE = tmp
         if not a.no_clean:
             d = Path(tmp) / "clean"
             d.mkdir()

@@ -26,12 +26,9 @@ from pytest_mlirtrace.ir import Module, compare, evaluate, random_inputs  # noqa
 
 
 def ensure_env():
-    try:
-        from pytest_mlirtrace.runtime.pocl_fix import ensure_opencl_env
-        ensure_opencl_env()
-    except Exception:
-        if os.path.isdir("/tmp/pp"):
-            os.environ.setdefault("OCL_ICD_VENDORS", "/tmp/pp")
+    from pytest_mlirtrace.runtime.pocl_fix import ensure_opencl_env
+
+    ensure_opencl_env()
 
 
 def seed_module(dt, heads=12, m=384, hd=64):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -66,6 +68,7 @@ def main() -> int:
     ap.add_argument("--dtypes", default="f32,f16")
     ap.add_argument("--mode", default="quick", choices=("quick", "exhaustive"))
     ap.add_argument("--no-unfused", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds (medians reported)")
     args = ap.parse_args()
     db = TuningDatabase(os.path.join(tempfile.mkdtemp(), "tuning.json"))
     pipe = Pipeline(args.device, database=db, repeats=7, timeout_s=120)
@@ -80,15 +83,29 @@ def main() -> int:
                 print(f"{case:<8} {dt:<5} no solution passed: {[r.detail for r in res.rows][:3]}")
                 continue
             p = res.lowered.problem
-            np_ms = numpy_ms(numpy_fn(mod))
-            unf = None
-            if not args.no_unfused:
-                parts = [pipe.tune(u, mode=args.mode, use_database=False) for u in unfused_modules(mod)]
-                unf = sum(r.best_ms for r in parts) if all(r.best is not None for r in parts) else None
-            gflops = 2 * p.g * p.m * p.n * p.k / (res.best_ms * 1e6)
-            unf_s = f"{unf:10.3f} {res.best_ms / unf:9.2f}" if unf else f"{'-':>10} {'-':>9}"
-            print(f"{case:<8} {dt:<5} {f'g{p.g} m{p.m} n{p.n} k{p.k}':<28} {res.best_ms:9.3f} {np_ms:9.3f} "
-                  f"{res.best_ms / np_ms:8.2f} {unf_s} {gflops:8.1f}  {res.best.span.solution}", flush=True)
+            parts = [] if args.no_unfused else [pipe.tune(u, mode=args.mode, use_database=False)
+                                                 for u in unfused_modules(mod)]
+            if any(r.best is None for r in parts):
+                parts = []
+            # side by side: alternate blocks of (fused, numpy, unfused) with pauses, so neither OpenBLAS's
+            # spinning threads nor PoCL's leave the other a busy machine; medians over the rounds
+            fn = numpy_fn(mod)
+            fused_t, np_t, unf_t = [], [], []
+            for _ in range(args.rounds):
+                fused_t.append(pipe.run(mod, solution=res.best.solution, repeats=10).time_ms)
+                time.sleep(0.5)
+                np_t.append(numpy_ms(fn))
+                time.sleep(0.5)
+                if parts:
+                    unf_t.append(sum(pipe.run(r.lowered.module, solution=r.best.solution, repeats=10).time_ms
+                                     for r in parts))
+                    time.sleep(0.5)
+            best_ms, np_ms = statistics.median(fused_t), statistics.median(np_t)
+            unf = statistics.median(unf_t) if unf_t else None
+            gflops = 2 * p.g * p.m * p.n * p.k / (best_ms * 1e6)
+            unf_s = f"{unf:10.3f} {best_ms / unf:9.2f}" if unf else f"{'-':>10} {'-':>9}"
+            print(f"{case:<8} {dt:<5} {f'g{p.g} m{p.m} n{p.n} k{p.k}':<28} {best_ms:9.3f} {np_ms:9.3f} "
+                  f"{best_ms / np_ms:8.2f} {unf_s} {gflops:8.1f}  {res.best.span.solution}", flush=True)
     return 0
 
 

@@ -7,18 +7,9 @@ import numpy as np
 
 
 def ensure_env() -> None:
-    try:
-        from pytest_mlirtrace.runtime.pocl_fix import ensure_opencl_env
-    except Exception:  # pragma: no cover - runtime layer not there yet
-        ensure_opencl_env = None
-    if ensure_opencl_env is not None:
-        try:
-            ensure_opencl_env()
-            return
-        except Exception:
-            pass
-    if os.path.isdir("/tmp/pp"):
-        os.environ.setdefault("OCL_ICD_VENDORS", "/tmp/pp")
+    from pytest_mlirtrace.runtime.pocl_fix import ensure_opencl_env
+
+    ensure_opencl_env()
 
 
 _CTX = None

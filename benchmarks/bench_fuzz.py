@@ -98,7 +98,7 @@ def main(argv=None) -> int:
             d.mkdir()
             fx = list(extra) + (["--timeout", "6"] if fault == "infinite_loop" and "--timeout" not in extra else [])
             p, data, wall, cmd = fuzz(d, fault, a.fault_budget, a.seed, fx)
-            gemm = [f for f in data.get("findings", []) if "dot" in f.get("ops", [])]
+            gemm = [f for f in data.get("findings", []) if {"dot", "quant_dot"} & set(f.get("ops", []))]
             if not gemm:
                 print(f"{fault:<24} {'-':>7} {'-':>8} {data.get('cases_per_s', 0):>8.2f}  {'not found':<12} "
                       f"(within {a.fault_budget:g}s)")

@@ -76,6 +76,8 @@ def add_parser(sub, name):
                    help="random inputs each compiled kernel is checked on (default 2)")
     p.add_argument("--max-findings", type=_positive_int, default=None, metavar="N",
                    help="stop once N reproducers are written (default: use the whole budget)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="don't run each reproducer once in a fresh process before writing it")
     p.add_argument("--report", default=None, metavar="FILE",
                    help="also write the summary as JSON to FILE (cases, rate, findings with their timings)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
@@ -143,6 +145,8 @@ def summary(report, lanes) -> str:
             shrunk = "" if f.shrunk else ", not fully shrunk (budget)"
             lines.append(f"  {f.kind:<14} {f.path}  [{state}{shrunk}; found after {f.first_found_s:.1f}s, "
                          f"written after {f.written_s:.1f}s]")
+            if f.note:
+                lines.append(f"    note: {f.note}")
             lines.append(f"    {f.module.symbol_name()}  solution {f.solution}  seed {f.seed}: "
                          f"{(f.record.first_line if f.record is not None else f.error.splitlines()[0])[:160]}")
     return "\n".join(lines)
@@ -159,7 +163,7 @@ def report_dict(report, fz) -> dict:
         "findings": [{
             "kind": f.kind, "way": f.way, "signature": getattr(f.written, "signature", ""), "path": f.path,
             "ticket": str(getattr(f.written, "ticket_path", "") or ""), "new": bool(getattr(f.written, "new", True)),
-            "shrunk": f.shrunk, "first_found_s": round(f.first_found_s, 3), "written_s": round(f.written_s, 3),
+            "shrunk": f.shrunk, "note": f.note, "first_found_s": round(f.first_found_s, 3), "written_s": round(f.written_s, 3),
             "solution": f.solution, "seed": f.seed, "symbol": f.module.symbol_name(),
             "ops": f.module.ops(),
             "error": (f.record.first_line if f.record is not None else f.error.splitlines()[0]),
@@ -177,7 +181,8 @@ def _run(args) -> int:
     o = FuzzOptions(budget_s=args.budget, seed=args.seed, device=args.device, repro_dir=args.repro_dir,
                     kinds=kinds, max_dim=args.max_dim, database=database, jobs=args.jobs or 0,
                     timeout_s=args.timeout, shrink_budget_s=args.shrink_budget,
-                    seeds_per_case=args.seeds, max_findings=args.max_findings)
+                    seeds_per_case=args.seeds, max_findings=args.max_findings,
+                    verify=not args.no_verify)
     prog = _Progress(quiet=args.quiet)
     try:
         fz = Fuzzer(o, progress=prog)

@@ -24,6 +24,7 @@ import os
 import queue
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import strategies as st
 from hypothesis import seed as hseed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -88,6 +88,7 @@ class Finding:
     written: object | None = None    # repro.WrittenRepro
     shrunk: bool = True              # False when the budget ran out before the shrink finished
     path: str = ""                   # reproducer script (or internal-error report)
+    note: str = ""                   # e.g. why a larger case was written
 
 
 @dataclass
@@ -111,6 +112,8 @@ class FuzzOptions:
     shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
     inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT
     max_findings: int | None = None  # stop once this many reproducers are written (None: run the budget)
+    verify: bool = True              # run each reproducer once in a fresh process before writing it
+    verify_tries: int = 4            # failing cases tried, smallest first, until one reproduces alone
     kind_weights: dict = field(default_factory=lambda: {"pointwise": 1, "reduce": 1, "softmax": 1, "gemm": 3})
 
     @property
@@ -183,8 +186,10 @@ class Fuzzer:
         self._pending: dict[str, Finding] = {}     # way -> latest (smallest) failing case this campaign
         self._shrink_t0: float | None = None
         self._memo: dict = {}                      # (module text, solutions, seed) -> results
+        self._history: dict[str, list] = {}        # way -> failing cases in the order found (largest first)
         self._t0 = 0.0
         self._deadline = 0.0
+        self._cut = False
         self._lock = threading.Lock()
         self.inject = options.inject if options.inject is not None else (os.environ.get("MLIRTRACE_INJECT") or None)
         if self.inject:
@@ -236,6 +241,9 @@ class Fuzzer:
                 t0 = time.monotonic()
                 r = lane.pipeline.run(module, solution=sol, seed=sd, mlir_text=mlir_text)
                 r.timeout_s = lane.pipeline.timeout_s
+                if r.status == "hang" and r.timeout_s < self.o.timeout_s:
+                    self._cut = True     # the budget, not the kernel, ran out: this decides nothing
+                    break
                 with self._lock:
                     self.stats.max_case_s = max(self.stats.max_case_s, time.monotonic() - t0)
                 out.append((sol, r))
@@ -256,7 +264,8 @@ class Fuzzer:
             futs = [self._exec.submit(self._run_one, module, mlir_text, s, seeds) for s in sols]
             groups = [f.result() for f in futs]
         out = [x for g in groups for x in g]
-        if self.out_of_time() and len(out) < len(sols) * len(seeds) and not any(not r.ok for _, r in out):
+        if self._cut or (self.out_of_time() and len(out) < len(sols) * len(seeds)
+                         and not any(not r.ok for _, r in out)):
             raise BudgetExhausted()   # cut short: an unfinished case decides nothing
         return out
 
@@ -294,8 +303,7 @@ class Fuzzer:
                   phases=phases,
                   suppress_health_check=list(HealthCheck), report_multiple_bugs=True, verbosity=Verbosity.quiet)
         @hseed(base_seed * 7919 + campaign)
-        # the guard is drawn before each case, so the budget also stops a run whose draws get rejected
-        @given(case=st.tuples(st.builds(self._guard), self._strategy()).map(lambda t: t[1]))
+        @given(case=self._strategy())
         def fuzz_case(case):
             if self.out_of_time():
                 raise BudgetExhausted()
@@ -307,10 +315,6 @@ class Fuzzer:
                     self.max_solutions, sorted(o.kind_weights.items()), self.device.key_name)).encode()
         fuzz_case.hypothesis.inner_test._hypothesis_internal_add_digest = key
         return fuzz_case
-
-    def _guard(self) -> None:
-        if self.out_of_time():
-            raise BudgetExhausted()
 
     def _check(self, module, sols, seed) -> None:
         sols = sols if isinstance(sols, list) else [sols]
@@ -376,14 +380,71 @@ class Fuzzer:
         if prev is not None:
             f.first_found_s = prev.first_found_s
         self._pending[way] = f
+        hist = self._history.setdefault(way, [])
+        key = (ir.print_module(f.module), f.solution, f.seed)
+        if not hist or hist[-1][0] != key:
+            hist.append((key, f))
         if self._shrink_t0 is None:
             self._shrink_t0 = time.monotonic()
         self.stats.phase = f"shrinking {f.kind}"
 
     # ---- writing ------------------------------------------------------------------
+    def _reproduces(self, rec) -> bool:
+        """Does ``rec``'s reproducer fail in a fresh process (as the user will run it)? A failure that
+        depends on the worker's state (stale local memory of earlier kernels, a race) may not."""
+        with tempfile.TemporaryDirectory(prefix="mlirtrace-verify-") as d:
+            w = repro.ReproWriter(d).write(rec)
+            env = dict(os.environ)
+            env.pop("MLIRTRACE_INJECT", None)
+            if self.inject:
+                env["MLIRTRACE_INJECT"] = self.inject
+            t = float(getattr(rec, "timeout_s", None) or self.o.timeout_s)
+            cmd = [sys.executable, str(w.script_path), "--quiet", "--timeout", f"{t:g}"]
+            if self.o.device:
+                cmd += ["--device", self.o.device]
+            try:
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=t * 3 + 120)
+            except subprocess.TimeoutExpired:
+                return True
+            return p.returncode != 0
+
+    def _pick_reproducible(self, f: Finding) -> Finding:
+        """``f`` if its reproducer fails on its own, else the smallest earlier failing case (of the same
+        way, up to ``verify_tries``) whose reproducer does; ``f`` when none does."""
+        if not self.o.verify or f.record is None:
+            return f
+        self.stats.phase = f"checking the {f.kind} reproducer"
+        cands = [x for _, x in reversed(self._history.get(f.way, []))]
+        if not cands or cands[0] is not f:
+            cands.insert(0, f)
+        tries = cands[:1]
+        rest = cands[1:]
+        n = min(len(rest), max(0, self.o.verify_tries - 1))
+        if n == 1:
+            tries.append(rest[-1])
+        elif n > 1:              # spread back to the first failing case found (the largest)
+            tries += [rest[round(i * (len(rest) - 1) / (n - 1))] for i in range(n)]
+        seen: set[int] = set()
+        for c in tries:
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            if self._reproduces(c.record):
+                c.first_found_s = f.first_found_s
+                if c is not f:
+                    c.note = "the smallest case did not fail in a fresh process; this larger one does"
+                return c
+        f.note = "its reproducer did not fail in a fresh process (state-dependent failure?)"
+        return f
+
     def _write(self, f: Finding, shrunk: bool) -> None:
-        f.shrunk = shrunk
         self.known.add(f.way)
+        if f.record is not None:
+            g = self._pick_reproducible(f)
+            if g is not f:
+                shrunk = False
+            f = g
+        f.shrunk = shrunk
         if f.record is not None:
             f.written = self.writer.write(f.record)
             f.path = str(f.written.script_path)
@@ -409,6 +470,7 @@ class Fuzzer:
             if way not in done and way not in self.known:
                 self._write(f, False)
         self._pending.clear()
+        self._history.clear()
         self._shrink_t0 = None
 
     # ---- the loop --------------------------------------------------------------------

@@ -7,10 +7,14 @@ Shrinking
 Draws are laid out so that Hypothesis' shrinking (toward smaller integers, shorter lists, the first
 element of a ``sampled_from``) means *fewer ops and smaller dims*:
 
+* everything is drawn first as a :class:`Plan` in one fixed layout whatever the kind (kind, dtype,
+  rank, dims, four input descriptors, core op, axes, prologue steps, epilogue steps) and only then
+  built, so when the shrinker moves a failure to a simpler kind the other draws keep their meaning
+  (the op chains and the main input's views carry over);
 * the kind is drawn from the requested kinds sorted simplest first (pointwise, reduce, softmax,
   gemm, attention), so a bug that does not need a dot shrinks to a pointwise module;
-* every op chain is a list (pointwise kind: at least one op, epilogues: none by default) and the op
-  of each step is drawn from a list whose first entries are the plainest ops (``add``, ``mul``, ...);
+* every op chain is a list of two-choice steps (small enough for Hypothesis' deletion passes) and
+  the op of each step indexes a list whose first entries are the plainest ops (``add``, ``mul``, ...);
 * every input is drawn as "view recipe" 0 = a plain parameter, other recipes (transpose, broadcast,
   multibroadcast, slice, reshape, transpose+reshape) only when they are needed;
 * every dim is ``integers(1, max_dim)`` (shrinks to 1); tensors bigger than ``max_elements`` have
@@ -518,14 +522,16 @@ def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), 
       through transposes, reshapes (also transpose+contiguous+reshape as in the seed issue),
       multibroadcasts of batch dims and slices, then a pointwise epilogue of up to ``max_epilogue``
       ops with extra inputs broadcast in;
-    - ``pointwise``: 1..max(1, ``max_epilogue``) pointwise ops;
+    - ``pointwise``: the prologue and epilogue chains (at least one op);
     - ``reduce``: pointwise prologue, one ``reduce_*`` over some axes, pointwise epilogue;
     - ``softmax``: pointwise prologue, ``softmax``, pointwise epilogue;
-    - ``attention``: dot(Q, K^T) [* scale] [+ mask] -> softmax -> dot(., V) -> epilogue.
+    - ``attention``: dot(Q, K^T) [* 1/sqrt(d) literal] -> prologue (scale, mask, bias...) -> softmax
+      -> dot(., V) -> epilogue (the code generator refuses it: ``NotSupported``).
 
     ``ops`` restricts the pointwise ops (default :data:`FLOAT_OPS`); ``views=False`` draws plain
     parameters only; ``kind_weights`` ({kind: weight}) makes some kinds more frequent (the draw still
-    shrinks toward the simplest kind). Dims are in 1..``max_dim``, every tensor has at most ``max_elements`` elements.
+    shrinks toward the simplest kind). Dims are in 1..``max_dim``; every tensor has at most
+    ``max_elements`` elements (a sliced parameter up to 4 more in one dim).
     """
     kinds = _norm_kinds(kinds)
     float_dts = _float_dtypes(dtypes)

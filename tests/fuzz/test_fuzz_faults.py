@@ -57,7 +57,7 @@ def check_found(tmp: Path, fault: str, *more: str) -> dict:
     assert data["findings"], out
     assert data["elapsed_s"] <= budget + 15, f"ran {data['elapsed_s']}s on a {budget}s budget"
     # the first finding is the fault (gemm); its reproducer fails with the fault and passes without it
-    gemm = [f for f in data["findings"] if "dot" in f["ops"]]
+    gemm = [f for f in data["findings"] if {"dot", "quant_dot"} & set(f["ops"])]
     assert gemm, f"no gemm finding for {fault}: {data['findings']}"
     f = gemm[0]
     assert f["path"].endswith(".py") and Path(f["path"]).exists()

@@ -133,7 +133,9 @@ def test_more_ops_shrink_to_themselves(op):
     m = minimal_with(op)
     ops = compute_ops(m)
     helpers = {"where": {"greater", "less", "equal"}}.get(op, set())
-    assert op in ops and set(ops) - {op} <= helpers, f"{op}:\n{m}"
+    # a local minimum the shrinker may stop at: the op in a gemm's epilogue (one producer op more)
+    assert op in ops and (set(ops) - {op} <= helpers or (set(ops) - {op} <= {"dot", "quant_dot"} and len(ops) == 2)), \
+        f"{op}:\n{m}"
 
 
 @pytest.mark.parametrize("view", ["broadcast", "slice"])

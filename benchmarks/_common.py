@@ -9,19 +9,12 @@ import time
 import numpy as np
 
 from pytest_mlirtrace.ir import Module
+from pytest_mlirtrace.ir.examples import seed_module as _seed
 
 
 def seed_module(dt="f32", g=1, heads=12, seq=384, hd=64, n=768) -> Module:
     """The seed's fused op transpose -> reshape -> dot -> add (g batches)."""
-    k = heads * hd
-    m = Module(name="mlir_main:pointwise4")
-    y1 = m.add_param("y1.0", dt, [g, k, n])
-    x1 = m.add_param("x1", dt, [g, seq, n])
-    y0 = m.add_param("y0", dt, [g, heads, seq, hd])
-    t = m.add("transpose", y0, permutation=[0, 2, 1, 3])
-    r = m.add("reshape", m.add("contiguous", t), dims=[0, 0, k])
-    m.add_return(m.add("add", m.add("dot", r, y1), x1))
-    return m
+    return _seed(dt, g=g, heads=heads, seq=seq, hd=hd, n=n)
 
 
 def square_module(dt="f32", g=1, m_=1024, n=1024, k=1024) -> Module:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from pytest_mlirtrace.ir.examples import seed_module
 from pytest_mlirtrace.ir import Module, parse_module
 
 HERE = os.path.dirname(__file__)
@@ -30,21 +31,7 @@ def seed(dt: str = "f16", heads: int = 12, m: int = 384, hd: int = 64, n: int | 
             return parse_module(f.read())
     if dt == "f16" and (heads, m, hd, n) == (12, 384, 64, None):
         return parse_module(SEED_TEXT)
-    k = heads * hd
-    n = n or k
-    mod = Module("mlir_main:pointwise4")
-    y1 = mod.add_param("y1.0", dt, [1, k, n])
-    x1 = mod.add_param("x1", dt, [1, m, n])
-    b = mod.add("multibroadcast", y1, out_lens=[1, k, n], out_dyn_dims=[])
-    y0 = mod.add_param("y0", dt, [1, heads, m, hd])
-    t = mod.add("transpose", y0, permutation=[0, 2, 1, 3])
-    c = mod.add("contiguous", t)
-    r = mod.add("reshape", c, dims=[0, 0, k])
-    c2 = mod.add("contiguous", b)
-    d = mod.add("dot", r, c2)
-    a = mod.add("add", d, x1)
-    mod.add_return(a)
-    return mod
+    return seed_module(dt, heads=heads, seq=m, hd=hd, n=n)
 
 
 def gemm(m, n, k, dt="f32", batch=(), transA=False, transB=False, epilogue=("add",), pre=None) -> Module:

@@ -154,8 +154,17 @@ class Pipeline:
     def _inputs(self, low: Lowered, seed: int) -> dict:
         return ir.random_inputs(low.module, seed)
 
-    def _job(self, spec, inputs: dict, label: str):
-        arrays = codegen.pack_inputs(spec, inputs)
+    def _job(self, spec, inputs: dict, label: str, packed: dict | None = None):
+        # solutions of one problem lay their inputs out alike: share one storage buffer per layout
+        packed = {} if packed is None else packed
+        arrays = []
+        for b in spec.inputs:
+            key = (b.param, b.dtype, b.elements, tuple(b.lens), tuple(b.strides))
+            if key not in packed:
+                if b.param not in inputs:
+                    raise KeyError(f"no value for parameter {b.param!r}")
+                packed[key] = codegen.pack_input(b, inputs[b.param])
+            arrays.append(packed[key])
         args = []
         it = iter(arrays)
         for b in spec.args:
@@ -173,14 +182,14 @@ class Pipeline:
                                  tuple(spec.local_size) if spec.local_size else None, spec.build_options,
                                  label=label)
 
-    def _lower(self, low: Lowered, solution, inputs: dict) -> CompiledResult:
+    def _lower(self, low: Lowered, solution, inputs: dict, packed: dict | None = None) -> CompiledResult:
         try:
             codegen.check_applicable(low.problem, solution, self.device)
             spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
         except (codegen.LoweringError, codegen.NotApplicable) as e:
             return CompiledResult(self._span(low, solution), solution, None, "lowering_error", str(e))
         span = self._span(low, solution, spec.source, spec.kernel_name)
-        return CompiledResult(span, solution, spec, job=self._job(spec, inputs, str(solution)))
+        return CompiledResult(span, solution, spec, job=self._job(spec, inputs, str(solution), packed))
 
     def _fail(self, c: CompiledResult, stage: str, mismatch: str = "") -> None:
         self._emit(CompileFailed(c.status, stage, c.error, c.span, c.build_log, mismatch))
@@ -246,7 +255,8 @@ class Pipeline:
 
         inputs = self._inputs(low, self.seed)
         expected = ir.evaluate(low.module, inputs)
-        compiled = [self._lower(low, s, inputs) for s in solutions]
+        packed: dict = {}
+        compiled = [self._lower(low, s, inputs, packed) for s in solutions]
         wall, total = self._build(compiled)
         self._emit(SolutionsBuilt(sum(c.ok for c in compiled), sum(not c.ok for c in compiled), wall, total))
 

@@ -39,6 +39,24 @@ def numpy_ms(fn, repeats=7, warmup=2) -> float:
     return statistics.median(ts)
 
 
+def torch_ms(fn, repeats=20, warmup=3) -> float:
+    """Median CUDA-event time of ``fn`` in milliseconds (torch with CUDA)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+
 def blas_info() -> str:
     try:
         from threadpoolctl import threadpool_info

@@ -15,33 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _common import seed_module  # noqa: E402
+from _common import seed_module, torch_ms  # noqa: E402
 from pytest_mlirtrace.ir import Module  # noqa: E402
 from pytest_mlirtrace.tuning import Pipeline, TuningDatabase  # noqa: E402
-
-
-def torch_ms(fn, repeats=20, warmup=3) -> float:
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
 
 
 def plain_dot(dt: str, s: int) -> Module:

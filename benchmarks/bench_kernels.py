@@ -19,10 +19,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from pytest_mlirtrace.codegen import (DeviceLimits, lower, output_buffers, pack_inputs, problem_of,  # noqa: E402
                                       quick_list, unpack_outputs)
 from pytest_mlirtrace.ir import Module, compare, evaluate, random_inputs  # noqa: E402
+from _common import torch_ms  # noqa: E402
 
 
 def ensure_env():
@@ -86,18 +88,7 @@ def torch_baseline(name, inputs, repeats):
     else:
         def f():
             return torch.matmul(t["a"], t["b"]) + t["x"]
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        f()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e-3)
-    return float(np.median(times))
+    return torch_ms(f, repeats=repeats) * 1e-3
 
 
 def main(argv=None):

@@ -58,11 +58,10 @@ def split_top(s: str, sep: str = ",") -> list[str]:
     return parts
 
 
-def _last_top_colon(s: str) -> int:
-    """Index of the last ``:`` outside brackets and quotes that separates an op from its type."""
-    depth, q, last = 0, False, -1
-    i = 0
-    while i < len(s):
+def unquoted(s: str, start: int = 0):
+    """``(index, char)`` of each character of ``s`` from ``start`` outside double-quoted strings (escapes honoured)."""
+    q, i, n = False, start, len(s)
+    while i < n:
         c = s[i]
         if q:
             if c == "\\":
@@ -71,16 +70,25 @@ def _last_top_colon(s: str) -> int:
                 q = False
         elif c == '"':
             q = True
-        elif c == "-" and s.startswith("->", i):
-            i += 2
+        else:
+            yield i, c
+        i += 1
+
+
+def _last_top_colon(s: str) -> int:
+    """Index of the last ``:`` outside brackets and quotes that separates an op from its type."""
+    depth, last, skip = 0, -1, -1
+    for i, c in unquoted(s):
+        if i <= skip:
             continue
+        if c == "-" and s.startswith("->", i):
+            skip = i + 1
         elif c in _OPEN:
             depth += 1
         elif c in _CLOSE:
             depth = max(depth - 1, 0)
         elif c == ":" and depth == 0 and (i + 1 >= len(s) or s[i + 1] in " \t"):
             last = i
-        i += 1
     return last
 
 
@@ -213,24 +221,13 @@ _ALIAS = re.compile(r"^\s*(?P<name>#[\w.$-]+)\s*=")
 def _match_close(s: str, i: int, open_c: str, close_c: str) -> int:
     """Index of the bracket closing the one at ``i`` (or -1 when the text ends first)."""
     depth = 0
-    q = False
-    j = i
-    while j < len(s):
-        c = s[j]
-        if q:
-            if c == "\\":
-                j += 1
-            elif c == '"':
-                q = False
-        elif c == '"':
-            q = True
-        elif c == open_c:
+    for j, c in unquoted(s, i):
+        if c == open_c:
             depth += 1
         elif c == close_c:
             depth -= 1
             if depth == 0:
                 return j
-        j += 1
     return -1
 
 

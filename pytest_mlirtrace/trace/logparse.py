@@ -33,7 +33,8 @@ from typing import Any
 
 from ..ir.module import Instruction, Module
 from .log_keys import PerfConfig, ProblemKey, parse_perf_config, parse_problem_key
-from .log_mlirscan import (FuncScan, MLIRScan, derived_problems, key_matches, scan_mlir, scan_reasons)
+from .log_mlirscan import (FuncScan, MLIRScan, derived_problems, key_matches, scan_mlir, scan_reasons,
+                           unquoted)
 
 __all__ = [
     "parse_log", "TraceLogParts", "LogError", "OtherLine", "ModuleDump", "MLIRPart", "BenchmarkBlock",
@@ -575,24 +576,14 @@ _WINDOW = 32
 
 def _braces(s: str) -> int:
     """``{`` minus ``}`` outside double-quoted strings and ``//`` comments."""
-    d, q, i = 0, False, 0
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if q:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                q = False
-        elif c == '"':
-            q = True
-        elif c == "/" and s.startswith("//", i):
+    d = 0
+    for i, c in unquoted(s):
+        if c == "/" and s.startswith("//", i):
             break
-        elif c == "{":
+        if c == "{":
             d += 1
         elif c == "}":
             d -= 1
-        i += 1
     return d
 
 

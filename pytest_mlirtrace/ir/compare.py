@@ -12,6 +12,42 @@ from .dtypes import DType, dtype as _dtype, to_compute
 _TOL = {"f64": (1e-9, 1e-9), "f32": (1e-4, 2e-5), "f16": (1e-2, 2e-3), "bf16": (2e-2, 1e-2)}
 
 
+# significant bits of each float dtype: the fewer, the looser the tolerance
+_BITS = {"bf16": 8, "f16": 11, "f32": 24, "f64": 53}
+
+
+def result_precisions(module) -> list[DType]:
+    """Per output of ``module``: the dtype whose tolerance its values deserve.
+
+    That is the coarsest float dtype any computed instruction on the way to the output rounds
+    to: a ``dot`` in f16 that is converted to f32 carries f16's error (the device's f32
+    accumulation and the oracle's float64 one may round to neighbouring f16 values), so an f32
+    tolerance would call a correct kernel wrong. Integer and bool outputs keep their own dtype.
+    """
+    out = []
+    for name in module.returns():
+        own = module.get(name).shape.dtype
+        own = _dtype(own)
+        if not own.is_float:
+            out.append(own)
+            continue
+        coarsest, seen, todo = own, set(), [name]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            ins = module.get(n)
+            if ins.op in ("@param", "@literal"):
+                continue
+            d = _dtype(ins.shape.dtype)
+            if d.is_float and _BITS.get(d.name, 24) < _BITS.get(coarsest.name, 24):
+                coarsest = d
+            todo.extend(ins.inputs)
+        out.append(coarsest)
+    return out
+
+
 def tolerance(dt: DType | str, reduction: int = 1) -> tuple[float, float]:
     dt = _dtype(dt)
     if not dt.is_float:
@@ -39,8 +75,12 @@ class Mismatch:
                 f"(abs {self.max_abs:.3g}, rel {self.max_rel:.3g})")
 
 
-def compare(actual: np.ndarray, expected: np.ndarray, dt: DType | str, reduction: int = 1) -> Mismatch | None:
-    """None when ``actual`` matches ``expected`` within the dtype's tolerance, else what differs."""
+def compare(actual: np.ndarray, expected: np.ndarray, dt: DType | str, reduction: int = 1,
+            precision: DType | str | None = None) -> Mismatch | None:
+    """None when ``actual`` matches ``expected`` within tolerance, else what differs.
+
+    ``dt`` is the arrays' storage dtype; ``precision`` (default ``dt``) picks the tolerance, see
+    :func:`result_precisions`."""
     dt = _dtype(dt)
     a = to_compute(np.asarray(actual), dt).astype(np.float64)
     e = to_compute(np.asarray(expected), dt).astype(np.float64)
@@ -49,7 +89,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, dt: DType | str, reduction
     if a.shape != e.shape:
         return Mismatch(max(a.size, e.size), e.size, float("inf"), float("inf"), (), float("nan"),
                         float("nan"), 0.0, 0.0)
-    rtol, atol = tolerance(dt, reduction)
+    rtol, atol = tolerance(dt if precision is None else precision, reduction)
     with np.errstate(all="ignore"):
         diff = np.abs(a - e)
         bad = ~((diff <= atol + rtol * np.abs(e)) | (np.isnan(a) & np.isnan(e)) | (a == e))

@@ -190,8 +190,9 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     red = getattr(problem, "k", None) or getattr(problem, "reduce_len", None) or 1
     sample = sum(np.asarray(e).nbytes for e in expected) > FULL_EXPECTED_BYTES
     exp = []
-    for i, (e, shp) in enumerate(zip(expected, module.output_shapes())):
-        rtol, atol = ir.tolerance(shp.dtype, red)
+    precisions = ir.result_precisions(module)
+    for i, (e, shp, prec) in enumerate(zip(expected, module.output_shapes(), precisions)):
+        rtol, atol = ir.tolerance(prec, red)
         exp.append(_expected_entry(i, np.asarray(e), shp, rtol, atol, sample))
     return {"args": layout, "params": params, "inputs_packed": inputs_packed, "expected": exp,
             "build_options": getattr(spec, "build_options", "") or "",

@@ -213,8 +213,9 @@ class Pipeline:
         """'' when outputs match the oracle, else what differs."""
         got = codegen.unpack_outputs(c.spec, outputs)
         red = getattr(low.problem, "k", None) or getattr(low.problem, "reduce_len", None) or 1
-        for i, (g, e, s) in enumerate(zip(got, expected, low.module.output_shapes())):
-            mm = ir.compare(g, e, s.dtype, reduction=red)
+        precisions = ir.result_precisions(low.module)
+        for i, (g, e, s, p) in enumerate(zip(got, expected, low.module.output_shapes(), precisions)):
+            mm = ir.compare(g, e, s.dtype, reduction=red, precision=p)
             if mm is not None:
                 return f"output {i}: {mm}"
         return ""

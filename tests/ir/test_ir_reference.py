@@ -183,3 +183,39 @@ def test_literal_and_seeded_random_inputs():
     assert not np.any(ins["x"] == 0)
     np.testing.assert_array_equal(evaluate(m, ins)[0], ins["x"] * np.array([[1.5, -2.0], [0.25, 4.0]], np.float32))
     np.testing.assert_array_equal(random_inputs(m, seed=4)["x"], ins["x"])
+
+
+def _dot_then(dot_dt, out_dt, between=None):
+    from pytest_mlirtrace.ir import dtype
+
+    m = Module()
+    a = m.add_param("a", dot_dt, [2, 8, 16])
+    b = m.add_param("b", dot_dt, [2, 16, 8])
+    v = m.add("dot", a, b)
+    if between:
+        v = m.add(between, v)
+    m.add_return(m.add("convert", v, target_type=dtype(out_dt).type_id))
+    return m
+
+
+@pytest.mark.parametrize("dot_dt,out_dt,want", [
+    ("f16", "f32", "f16"),    # the f16 dot's rounding is in the f32 result
+    ("f32", "f16", "f16"),    # the output's own dtype is the coarser
+    ("bf16", "f16", "bf16"),
+    ("f32", "f32", "f32"),
+])
+def test_result_precision_is_the_coarsest_float_on_the_way(dot_dt, out_dt, want):
+    from pytest_mlirtrace.ir import result_precisions
+
+    assert [d.name for d in result_precisions(_dot_then(dot_dt, out_dt, "relu"))] == [want]
+
+
+def test_result_precision_ignores_parameter_dtypes_and_keeps_integer_outputs():
+    from pytest_mlirtrace.ir import dtype, result_precisions
+
+    m = Module()
+    a = m.add_param("a", "f16", [4])          # exact in f32: its dtype adds no rounding
+    f = m.add("convert", a, target_type=dtype("f32").type_id)
+    i = m.add("convert", m.add("exp", f), target_type=dtype("i32").type_id)
+    m.add_return(m.add("exp", f), i)
+    assert [d.name for d in result_precisions(m)] == ["f32", "i32"]

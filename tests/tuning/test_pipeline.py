@@ -2,6 +2,8 @@
 import io
 import re
 
+import numpy as np
+
 import pytest
 
 from pytest_mlirtrace import codegen
@@ -106,3 +108,27 @@ def test_crash_and_hang_are_reported_with_span_and_the_run_goes_on(device, tunin
     # the pipeline still works afterwards, without the fault
     clean = Pipeline(device, database=tuning_db, inject="")
     assert clean.run(mod).ok
+
+
+def test_f16_dot_converted_to_f32_is_judged_with_f16_tolerance(device, tuning_db):
+    """Regression (found by ``mlirtrace fuzz``, seed 7): a correct kernel for dot(f16) -> convert(f32)
+    was called wrong because its f32 output was held to f32's tolerance; the device's f32
+    accumulation and the oracle's float64 one may round the dot to neighbouring f16 values."""
+    from pytest_mlirtrace import ir
+
+    m = ir.Module()
+    a = m.add_param("a", "f16", [2, 16, 64])
+    b = m.add_param("b", "f16", [2, 64, 16])
+    m.add_return(m.add("convert", m.add("dot", a, b), target_type=ir.dtype("f32").type_id))
+    pipe = Pipeline(device, database=tuning_db)
+    one_ulp_apart = 0
+    for seed in range(40):
+        run = pipe.run(m, seed=seed)
+        assert run.ok, (seed, run.detail)
+        want = ir.evaluate(m, ir.random_inputs(m, seed=seed))[0]
+        diff = np.abs(run.outputs[0].astype(np.float64) - want.astype(np.float64))
+        ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+        assert (diff <= ulp).all(), seed           # never worse than one f16 step
+        one_ulp_apart += int((diff > 0).any())
+    # what the f32 tolerance got wrong: results that differ by one f16 step do occur
+    assert one_ulp_apart > 0

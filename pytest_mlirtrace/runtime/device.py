@@ -56,9 +56,10 @@ class DeviceInfo:
     device_index: int = 0
     device_version: str = ""      # full CL_DEVICE_VERSION
     driver_version: str = ""
-    global_mem_size: int = 0
+    # PoCL's CPU device derives these from the memory free when it starts: not part of its identity
+    global_mem_size: int = field(default=0, compare=False)
     max_work_item_sizes: tuple = ()
-    max_mem_alloc_size: int = 0
+    max_mem_alloc_size: int = field(default=0, compare=False)
     extensions: tuple = field(default=(), repr=False)
 
     @property

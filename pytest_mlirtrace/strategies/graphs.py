@@ -528,7 +528,8 @@ def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), 
     - ``attention``: dot(Q, K^T) [* 1/sqrt(d) literal] -> prologue (scale, mask, bias...) -> softmax
       -> dot(., V) -> epilogue (the code generator refuses it: ``NotSupported``).
 
-    ``ops`` restricts the pointwise ops (default :data:`FLOAT_OPS`); ``views=False`` draws plain
+    ``ops`` restricts the pointwise ops (default :data:`FLOAT_OPS`); the numeric guards of this
+    module's docstring (``abs`` + ``add`` of a literal, ``tanh``) may still appear; ``views=False`` draws plain
     parameters only; ``kind_weights`` ({kind: weight}) makes some kinds more frequent (the draw still
     shrinks toward the simplest kind). Dims are in 1..``max_dim``; every tensor has at most
     ``max_elements`` elements (a sliced parameter up to 4 more in one dim).

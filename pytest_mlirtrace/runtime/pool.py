@@ -292,6 +292,10 @@ class WorkerPool:
         except Exception:  # pragma: no cover - the workers will report what is wrong
             pass
         self._env = dict(os.environ)
+        # PoCL's CPU device: pin its compute threads one per core. Unpinned, the scheduler now and
+        # then runs both on one core and a kernel takes twice as long (seen on a 2-core VM in 10-40%
+        # of launches), which mis-ranks solutions while tuning. A value the user set is kept.
+        self._env.setdefault("POCL_AFFINITY", "1")
 
         if isinstance(device, DeviceInfo):
             self.device: DeviceInfo | None = device

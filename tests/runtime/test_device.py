@@ -88,3 +88,12 @@ def test_pool_resolves_in_worker_when_nothing_cached(monkeypatch, cpu_device):
     with WorkerPool("cpu", workers=1) as p:
         assert p.device == cpu_device
     assert devmod._cache is not None
+
+
+def test_workers_pin_pocl_threads_unless_the_user_chose(monkeypatch, cpu_device):
+    monkeypatch.delenv("POCL_AFFINITY", raising=False)
+    with WorkerPool(cpu_device, workers=1) as p:
+        assert p._env["POCL_AFFINITY"] == "1"
+    monkeypatch.setenv("POCL_AFFINITY", "0")
+    with WorkerPool(cpu_device, workers=1) as p:
+        assert p._env["POCL_AFFINITY"] == "0"

@@ -293,8 +293,9 @@ class WorkerPool:
             pass
         self._env = dict(os.environ)
         # PoCL's CPU device: pin its compute threads one per core. Unpinned, the scheduler now and
-        # then runs both on one core and a kernel takes twice as long (seen on a 2-core VM in 10-40%
-        # of launches), which mis-ranks solutions while tuning. A value the user set is kept.
+        # then runs both on one core and the launch takes twice as long (benchmarks/bench_affinity.py:
+        # 5% of launches unpinned, 1% pinned, on a 2-core VM), which can mis-rank solutions while
+        # tuning. A value the user set is kept.
         self._env.setdefault("POCL_AFFINITY", "1")
 
         if isinstance(device, DeviceInfo):

@@ -26,8 +26,7 @@ def result_precisions(module) -> list[DType]:
     """
     out = []
     for name in module.returns():
-        own = module.get(name).shape.dtype
-        own = _dtype(own)
+        own = _dtype(module.get(name).shape.dtype)
         if not own.is_float:
             out.append(own)
             continue
@@ -76,11 +75,11 @@ class Mismatch:
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, dt: DType | str, reduction: int = 1,
-            precision: DType | str | None = None) -> Mismatch | None:
+            tolerances: tuple[float, float] | None = None) -> Mismatch | None:
     """None when ``actual`` matches ``expected`` within tolerance, else what differs.
 
-    ``dt`` is the arrays' storage dtype; ``precision`` (default ``dt``) picks the tolerance, see
-    :func:`result_precisions`."""
+    ``dt`` is the arrays' storage dtype; the tolerance is ``dt``'s for ``reduction`` unless
+    ``tolerances`` gives (rtol, atol), e.g. from :func:`result_precisions`."""
     dt = _dtype(dt)
     a = to_compute(np.asarray(actual), dt).astype(np.float64)
     e = to_compute(np.asarray(expected), dt).astype(np.float64)
@@ -89,7 +88,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, dt: DType | str, reduction
     if a.shape != e.shape:
         return Mismatch(max(a.size, e.size), e.size, float("inf"), float("inf"), (), float("nan"),
                         float("nan"), 0.0, 0.0)
-    rtol, atol = tolerance(dt if precision is None else precision, reduction)
+    rtol, atol = tolerance(dt, reduction) if tolerances is None else tolerances
     with np.errstate(all="ignore"):
         diff = np.abs(a - e)
         bad = ~((diff <= atol + rtol * np.abs(e)) | (np.isnan(a) & np.isnan(e)) | (a == e))

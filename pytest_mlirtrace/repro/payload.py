@@ -154,6 +154,7 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     if not rec.span.kernel_source.strip():
         return None, f"no kernel was produced ({rec.kind} before code generation)"
     from .. import codegen, ir
+    from ..tuning.tuner import oracle_tolerances
 
     module = _module_of(rec)
     spec, why = _spec_of(rec, module)
@@ -186,13 +187,10 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
         if not _same(tmpl.unpack_output(buf, a), ref_out[a["index"]]):
             return None, "the output layout could not be described as data"
 
-    problem = codegen.problem_of(module)
-    red = getattr(problem, "k", None) or getattr(problem, "reduce_len", None) or 1
+    tols = oracle_tolerances(module, codegen.problem_of(module))
     sample = sum(np.asarray(e).nbytes for e in expected) > FULL_EXPECTED_BYTES
     exp = []
-    precisions = ir.result_precisions(module)
-    for i, (e, shp, prec) in enumerate(zip(expected, module.output_shapes(), precisions)):
-        rtol, atol = ir.tolerance(prec, red)
+    for i, (e, shp, (rtol, atol)) in enumerate(zip(expected, module.output_shapes(), tols)):
         exp.append(_expected_entry(i, np.asarray(e), shp, rtol, atol, sample))
     return {"args": layout, "params": params, "inputs_packed": inputs_packed, "expected": exp,
             "build_options": getattr(spec, "build_options", "") or "",

@@ -103,6 +103,12 @@ def _inject() -> str | None:
     return os.environ.get("MLIRTRACE_INJECT") or None
 
 
+def oracle_tolerances(module: ir.Module, problem) -> list[tuple[float, float]]:
+    """Per output of ``module``: the (rtol, atol) its oracle check uses (see ir.result_precisions)."""
+    red = getattr(problem, "k", None) or getattr(problem, "reduce_len", None) or 1
+    return [ir.tolerance(p, red) for p in ir.result_precisions(module)]
+
+
 def parse_solution(problem, text: str):
     """A perf-config string for ``problem`` (raises codegen.SolutionError naming the bad field)."""
     return codegen.Solution.parse(problem.kind, text)
@@ -212,10 +218,9 @@ class Pipeline:
     def _check(self, low: Lowered, c: CompiledResult, outputs: list, expected: list) -> str:
         """'' when outputs match the oracle, else what differs."""
         got = codegen.unpack_outputs(c.spec, outputs)
-        red = getattr(low.problem, "k", None) or getattr(low.problem, "reduce_len", None) or 1
-        precisions = ir.result_precisions(low.module)
-        for i, (g, e, s, p) in enumerate(zip(got, expected, low.module.output_shapes(), precisions)):
-            mm = ir.compare(g, e, s.dtype, reduction=red, precision=p)
+        tols = oracle_tolerances(low.module, low.problem)
+        for i, (g, e, s, tol) in enumerate(zip(got, expected, low.module.output_shapes(), tols)):
+            mm = ir.compare(g, e, s.dtype, tolerances=tol)
             if mm is not None:
                 return f"output {i}: {mm}"
         return ""

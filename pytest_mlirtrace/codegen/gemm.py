@@ -194,7 +194,10 @@ def _direct(ctx: Ctx, an: Analysis, sol, faults):
         if mode == "affine":
             return "0" if s == 0 else f"{s}*k"
         if mode == "chunk" and where == "main":
-            return f"k{op.tag}{li} + {s}*kk" if s else f"k{op.tag}{li}"
+            # parenthesised: the k part is one value shared by every row's load. Written
+            # ``a_i + kbase + s*kk`` instead, PoCL's LLVM re-adds kbase per row (the seed op ran
+            # 1.25x slower than the same dot on a contiguous A; benchmarks/bench_views.py)
+            return f"(k{op.tag}{li} + {s}*kk)" if s else f"k{op.tag}{li}"
         return render(kp, {"k": kvar}, {"kx": "k", **gbv})
 
     def body(where: str, arow_lane: int | None = None) -> list[str]:

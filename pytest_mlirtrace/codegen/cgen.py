@@ -90,19 +90,21 @@ def const_text(dt: DType, v) -> str:
 
 
 # ----------------------------------------------------------------- helpers --
-def _helper_h2f(w: int) -> str:
+# Each helper takes ``call``: ``call(fn, args, w, res)`` renders a call of an OpenCL builtin at vector
+# width ``w`` (returning ``res``-typed lanes), split in halves where the device needs it (Helpers.call).
+def _helper_h2f(w: int, call) -> str:
     # ternaries, not select(): PoCL calls its select() out of line
     F, U = vt("float", w), vt("uint", w)
     return f"""static inline {F} h2f{w}({vt("ushort", w)} h) {{
-  const {U} u = {cvt("uint", w)}(h), em = u & 0x7fffu;
-  {F} f = (em < 0x400u) ? {cvt("float", w)}(em) * 0x1p-24f : as_{F}((em << 13) + 0x38000000u);
+  const {U} u = {call(cvt("uint", w), ["h"], w, "uint")}, em = u & 0x7fffu;
+  {F} f = (em < 0x400u) ? {call(cvt("float", w), ["em"], w, "float")} * 0x1p-24f : as_{F}((em << 13) + 0x38000000u);
   f = (em >= 0x7c00u) ? as_{F}((em << 13) | 0x7f800000u) : f;
   return as_{F}(as_{U}(f) | ((u & 0x8000u) << 16));
 }}
 """
 
 
-def _helper_f2h(w: int) -> str:
+def _helper_f2h(w: int, call) -> str:
     F, U = vt("float", w), vt("uint", w)
     return f"""static inline {vt("ushort", w)} f2h{w}({F} f) {{
   const {U} x = as_{U}(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
@@ -110,32 +112,32 @@ def _helper_f2h(w: int) -> str:
                             : (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;
   o = (ax >= 0x47800000u) ? ({U})0x7c00u : o;
   o = (ax > 0x7f800000u) ? ({U})0x7e00u : o;
-  return {cvt("ushort", w)}(o | sign);
+  return {call(cvt("ushort", w), ["o | sign"], w, "ushort")};
 }}
 """
 
 
-def _helper_bf2f(w: int) -> str:
+def _helper_bf2f(w: int, call) -> str:
     F = vt("float", w)
-    return f"""static inline {F} bf2f{w}({vt("ushort", w)} h) {{ return as_{F}({cvt("uint", w)}(h) << 16); }}
+    return f"""static inline {F} bf2f{w}({vt("ushort", w)} h) {{ return as_{F}({call(cvt("uint", w), ["h"], w, "uint")} << 16); }}
 """
 
 
-def _helper_f2bf(w: int) -> str:
+def _helper_f2bf(w: int, call) -> str:
     U = vt("uint", w)
     return f"""static inline {vt("ushort", w)} f2bf{w}({vt("float", w)} f) {{
   {U} u = as_{U}(f);
-  return {cvt("ushort", w)}((u + (((u >> 16) & 1u) + 0x7fffu)) >> 16);
+  return {call(cvt("ushort", w), ["(u + (((u >> 16) & 1u) + 0x7fffu)) >> 16"], w, "ushort")};
 }}
 """
 
 
-def _helper_rh(w: int) -> str:
+def _helper_rh(w: int, call) -> str:
     F = vt("float", w)
     return f"static inline {F} rh{w}({F} x) {{ return h2f{w}(f2h{w}(x)); }}\n"
 
 
-def _helper_rbf(w: int) -> str:
+def _helper_rbf(w: int, call) -> str:
     F = vt("float", w)
     return f"static inline {F} rbf{w}({F} x) {{ return bf2f{w}(f2bf{w}(x)); }}\n"
 
@@ -147,7 +149,7 @@ _IPOW = """static inline long ipow(long a, long b) {
 }
 """
 
-def _helper_keep(w: int) -> str:
+def _helper_keep(w: int, call) -> str:
     F = vt("float", w)
     return f"static inline {F} keep{w}({F} x) {{ return x; }}\n"
 
@@ -155,18 +157,40 @@ def _helper_keep(w: int) -> str:
 _HELPERS = {"keep": _helper_keep, "h2f": _helper_h2f, "f2h": _helper_f2h, "bf2f": _helper_bf2f, "f2bf": _helper_f2bf,
             "rh": _helper_rh, "rbf": _helper_rbf}
 _DEPS = {"rh": ("h2f", "f2h"), "rbf": ("bf2f", "f2bf")}
+# the widest element any vector builtin call of ours takes or returns (float, int, uint lanes)
+_LANE_BITS = 32
 
 
 @dataclass
 class Helpers:
-    """The helper functions a kernel uses (emitted once, in a fixed order)."""
+    """The helper functions a kernel uses (emitted once, in a fixed order), and how builtins are called.
+
+    ``vector_bits``: the widest vector (in bits) that a call of an OpenCL builtin may take or return on
+    the target device, 0 for any.  PoCL links its builtins from a library compiled for the target CPU;
+    a call passing a vector wider than the CPU's vector registers (float16 = 512 bits without AVX-512,
+    float8 without AVX) breaks its ABI: LLVM 14 aborts, hangs, crashes or computes garbage.  Such calls
+    are split into halves (``.lo``/``.hi``) that the target passes in registers.
+    """
     used: set = field(default_factory=set)
+    vector_bits: int = 0
 
     def need(self, name: str, w: int = 1) -> str:
         for d in _DEPS.get(name, ()):
             self.used.add((d, w))
         self.used.add((name, w))
         return f"{name}{w}" if name in _HELPERS else name
+
+    def call(self, fn: str, args: list[str], w: int, res: str) -> str:
+        """``fn(args...)`` on ``w``-wide vector arguments returning ``res``-typed lanes.
+
+        A conversion (``convert_uint16``, named for its width) is renamed for the halves."""
+        if w <= 1 or w % 2 or not self.vector_bits or w * _LANE_BITS <= self.vector_bits:
+            return f"{fn}({', '.join(args)})"
+        half = w // 2
+        fn_half = cvt(res, half) if fn.startswith("convert_") else fn
+        lo = self.call(fn_half, [f"({a}).lo" for a in args], half, res)
+        hi = self.call(fn_half, [f"({a}).hi" for a in args], half, res)
+        return f"({vt(res, w)})({lo}, {hi})"
 
     def text(self) -> str:
         order = ["keep", "h2f", "f2h", "bf2f", "f2bf", "rh", "rbf", "ipow"]
@@ -175,7 +199,7 @@ class Helpers:
             for (n, w) in sorted(self.used, key=lambda x: (x[0], x[1])):
                 if n != name:
                     continue
-                out.append(_IPOW if n == "ipow" else _HELPERS[n](w))
+                out.append(_IPOW if n == "ipow" else _HELPERS[n](w, self.call))
         return "".join(out)
 
 
@@ -233,7 +257,7 @@ def load_vector(h: Helpers, dt: DType, ptr: str, offs) -> str:
     if dt.name == "f32":
         return f"({vt('float', w)})({parts})"
     if dt.name in ("i8", "u8", "i16", "u16", "i32"):
-        return f"{cvt('int', w)}(({vt(storage(dt), w)})({parts}))"
+        return h.call(cvt('int', w), [f"({vt(storage(dt), w)})({parts})"], w, "int")
     raise NotSupported(f"vector load of {dt.name}")
 
 
@@ -258,7 +282,7 @@ def store_vector(h: Helpers, dt: DType, v: str, w: int) -> str:
     if dt.name == "f32":
         return v
     if dt.name in ("i8", "u8", "i16", "u16", "i32", "u32"):
-        return f"{cvt(storage(dt), w)}({v})"
+        return h.call(cvt(storage(dt), w), [v], w, storage(dt))
     raise NotSupported(f"vector store of {dt.name}")
 
 
@@ -293,6 +317,17 @@ def vectorizable(dag: Dag, roots) -> bool:
     return True
 
 
+def max_min(h: Helpers, is_max: bool, a: str, b: str, ct: str, w: int) -> str:
+    """max/min of two compute values; floats propagate NaN as numpy's maximum/minimum do."""
+    if ct not in ("float", "double"):
+        return f"{'max' if is_max else 'min'}({a}, {b})"
+    fn = "fmax" if is_max else "fmin"
+    if w > 1:
+        nan = f"{h.call('isnan', [a], w, 'int')} | {h.call('isnan', [b], w, 'int')}"
+        return h.call("select", [h.call(fn, [a, b], w, ct), f"{a} + {b}", nan], w, ct)
+    return f"((isnan({a}) || isnan({b})) ? {a} + {b} : {fn}({a}, {b}))"
+
+
 def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int) -> str:
     op = n.op
     cin = compute(arg_nodes[0].dtype) if arg_nodes else compute(n.dtype)
@@ -311,20 +346,15 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
             return f"(int)(({a}) != 0)"
         if cs == cd:
             return a
-        return f"{cvt(cd, w)}({a})" if w > 1 else f"({cd})({a})"
+        return h.call(cvt(cd, w), [a], w, cd) if w > 1 else f"({cd})({a})"
     if op in ("add", "sub", "mul"):
         return f"({a} {dict(add='+', sub='-', mul='*')[op]} {b})"
     if op == "div":
         return f"({a} / {b})" if is_f else f"(({b}) == 0 ? 0L : ({a}) / ({b}))"
     if op in ("max", "min"):
-        if not is_f:
-            return f"{op}({a}, {b})"
-        fn = "fmax" if op == "max" else "fmin"
-        if w > 1:
-            return f"select({fn}({a}, {b}), {a} + {b}, isnan({a}) | isnan({b}))"
-        return f"((isnan({a}) || isnan({b})) ? {a} + {b} : {fn}({a}, {b}))"
+        return max_min(h, op == "max", a, b, cin, w)
     if op == "pow":
-        return f"pow({a}, {b})" if is_f else f"{h.need('ipow')}({a}, {b})"
+        return h.call("pow", [a, b], w, cin) if is_f else f"{h.need('ipow')}({a}, {b})"
     if op in ("greater", "less", "equal"):
         sym = {"greater": ">", "less": "<", "equal": "=="}[op]
         return f"(int)({a} {sym} {b})"
@@ -335,21 +365,25 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
         if not is_f:
             return f"max({a}, 0L)"
         if w > 1:
-            return f"select({zero}, {a}, ({a} > {zero}) | isnan({a}))"
+            return h.call("select", [zero, a, f"({a} > {zero}) | {h.call('isnan', [a], w, 'int')}"], w, cin)
         return f"(({a} > {zero} || isnan({a})) ? {a} : {zero})"
     if op == "neg":
         return f"(-{a})"
     if op == "abs":
-        return f"fabs({a})" if is_f else f"(({a}) < 0 ? -({a}) : ({a}))"
+        return h.call("fabs", [a], w, cin) if is_f else f"(({a}) < 0 ? -({a}) : ({a}))"
     if op in ("floor", "ceil"):
-        return f"{op}({a})" if is_f else a
+        return h.call(op, [a], w, cin) if is_f else a
     if op in FLOAT_OPS_ONLY:
         x = a if is_f else f"(float)({a})"
         fz = zero if is_f else "0.0f"
         f1 = one if is_f else "1.0f"
-        body = {"exp": f"exp({x})", "log": f"log({x})", "tanh": f"tanh({x})",
-                "sigmoid": f"({f1} / ({f1} + exp(-{x})))", "sqrt": f"sqrt({x})", "rsqrt": f"rsqrt({x})",
-                "erf": f"erf({x})", "recip": f"({f1} / {x})"}[op]
+        fw = w if is_f else 1
+
+        def fn(name: str, arg: str) -> str:
+            return h.call(name, [arg], fw, "float")
+        body = {"exp": fn("exp", x), "log": fn("log", x), "tanh": fn("tanh", x),
+                "sigmoid": f"({f1} / ({f1} + {fn('exp', f'-{x}')}))", "sqrt": fn("sqrt", x),
+                "rsqrt": fn("rsqrt", x), "erf": fn("erf", x), "recip": f"({f1} / {x})"}[op]
         del fz
         return body if is_f else f"convert_long_sat_rte({body})"
     raise NotSupported(f"pointwise op {op!r} has no OpenCL lowering")

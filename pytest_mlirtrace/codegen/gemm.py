@@ -136,8 +136,9 @@ def _vector_operand(ctx: Ctx, op: _Operand, leaf_offs, acc_t: str, w: int, prefi
 def _zero_vector(ctx: Ctx, acc_t: str, w: int) -> str:
     """0 of the accumulator type; 16-wide through an inline helper taking the vector, because clang gives a
     function 512-bit registers only when it passes such a vector to a call (its min-legal-vector-width);
-    without it LLVM splits every float16 op into two 256-bit halves on AVX-512 CPUs."""
-    if w < 16:
+    without it LLVM splits every float16 op into two 256-bit halves on AVX-512 CPUs.  Devices with
+    narrower vectors (``vector_bits``) split them anyway: no helper there."""
+    if w < 16 or (ctx.helpers.vector_bits and ctx.helpers.vector_bits < 32 * w):
         return "0"
     return f"{ctx.helpers.need('keep', w)}(({vt(acc_t, w)})(0))" if acc_t == "float" else "0"
 

@@ -34,6 +34,7 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
         solution = Solution.parse(an.problem.kind, solution)
     check_applicable(an.problem, solution, limits)
     ctx = Ctx(an)
+    ctx.helpers.vector_bits = int(getattr(limits, "vector_bits", 0) or 0)
     if an.kind == "gemm":
         body, gsize, lsize, attrs = lower_gemm(ctx, solution, faults)
     elif an.kind == "pointwise":

@@ -9,7 +9,7 @@ back (softmax, ``x - reduce_max(x)``) -- the whole input domain, written in a la
 from __future__ import annotations
 
 from . import expr as E
-from .cgen import DagEmitter, compute, round_to, vectorizable, vt
+from .cgen import DagEmitter, compute, max_min, round_to, vectorizable, vt
 from .kernel import Ctx, emit_output, lanes_of, render
 
 
@@ -21,16 +21,10 @@ def _identity(op: str, ct: str) -> str:
     return small if op in ("reduce_max", "max") else big
 
 
-def _combine(op: str, a: str, b: str, ct: str, w: int) -> str:
+def _combine(h, op: str, a: str, b: str, ct: str, w: int) -> str:
     if op in ("reduce_sum", "reduce_mean", "sum"):
         return f"{a} + {b}"
-    is_f = ct in ("float", "double")
-    if not is_f:
-        return f"{'max' if op in ('reduce_max', 'max') else 'min'}({a}, {b})"
-    fn = "fmax" if op in ("reduce_max", "max") else "fmin"
-    if w > 1:
-        return f"select({fn}({a}, {b}), {a} + {b}, isnan({a}) | isnan({b}))"
-    return f"((isnan({a}) || isnan({b})) ? {a} + {b} : {fn}({a}, {b}))"
+    return max_min(h, op in ("reduce_max", "max"), a, b, ct, w)
 
 
 def lower_reduce(ctx: Ctx, sol, faults):
@@ -85,26 +79,26 @@ def lower_reduce(ctx: Ctx, sol, faults):
             L.extend("  " + b for b in body)
             y = transform(x, W)
             if W > 1:
-                L.append(f"  {name}v = {_combine(op, f'{name}v', y, ct, W)};")
+                L.append(f"  {name}v = {_combine(h, op, f'{name}v', y, ct, W)};")
             else:
-                L.append(f"  {name} = {_combine(op, name, y, ct, 1)};")
+                L.append(f"  {name} = {_combine(h, op, name, y, ct, 1)};")
             L.append("}")
             if W > 1:
                 for ll in range(W):
-                    L.append(f"{name} = {_combine(op, name, f'{name}v.s{ll:x}', ct, 1)};")
+                    L.append(f"{name} = {_combine(h, op, name, f'{name}v.s{ll:x}', ct, 1)};")
         if rfull < Rn:
             L.append(f"for (int jt = {rfull} + t; jt < {Rn}; jt += {TPG}) {{")
             body = []
             x = x_at(f"{name}t", 1, "jt", body)
             L.extend("  " + b for b in body)
-            L.append(f"  {name} = {_combine(op, name, transform(x, 1), ct, 1)};")
+            L.append(f"  {name} = {_combine(h, op, name, transform(x, 1), ct, 1)};")
             L.append("}")
         if TPG > 1:
             L.append(f"red[ly][t] = {name};")
             L.append("barrier(CLK_LOCAL_MEM_FENCE);")
             s = TPG // 2
             while s >= 1:
-                L.append(f"if (t < {s}) red[ly][t] = {_combine(op, 'red[ly][t]', f'red[ly][t + {s}]', ct, 1)};")
+                L.append(f"if (t < {s}) red[ly][t] = {_combine(h, op, 'red[ly][t]', f'red[ly][t + {s}]', ct, 1)};")
                 L.append("barrier(CLK_LOCAL_MEM_FENCE);")
                 s //= 2
             L.append(f"{name} = red[ly][0];")
@@ -115,12 +109,12 @@ def lower_reduce(ctx: Ctx, sol, faults):
         reduce_pass("mx", "max", ident_t)
 
         def ex(x, w):
-            return f"exp({x} - mx)"
+            return h.call("exp", [f"{x} - mx"], w, "float")
         reduce_pass("sm", "sum", ex)
         acc_dt = an.acc_dtype
 
-        def anchor_value(x):
-            return f"(exp({x} - mx) / sm)"
+        def anchor_value(x, w):
+            return f"({ex(x, w)} / sm)"
     else:
         op = an.reduce_op
         reduce_pass("ra", op, ident_t)
@@ -166,7 +160,7 @@ def lower_reduce(ctx: Ctx, sol, faults):
             pre: list[str] = []
             if softmax:
                 x = x_at(f"q{jname}", ww, jn, pre)
-                sv = f"{round_to(h, an.acc_dtype, anchor_value(x), ww)}"
+                sv = f"{round_to(h, an.acc_dtype, anchor_value(x, ww), ww)}"
                 pre.append(f"const {vt(ct, ww)} sx = {sv};")
 
                 def acc_value(w, l):

@@ -51,6 +51,9 @@ class DeviceLimits:
     compute_units: int = 2
     kind: str = "cpu"
     name: str = "pocl-cpu"
+    # widest vector (bits) an OpenCL builtin call may take or return on the device, 0 for any
+    # (cgen.Helpers.call); 128 is right for every x86-64 PoCL target, the device probe knows better
+    vector_bits: int = 128
 
     @staticmethod
     def pocl() -> "DeviceLimits":
@@ -58,7 +61,7 @@ class DeviceLimits:
 
     @staticmethod
     def nvidia_gpu() -> "DeviceLimits":
-        return DeviceLimits(1024, 48 * 1024, 132, "gpu", "nvidia-gpu")
+        return DeviceLimits(1024, 48 * 1024, 132, "gpu", "nvidia-gpu", 0)
 
 
 DEFAULT_LIMITS = DeviceLimits()

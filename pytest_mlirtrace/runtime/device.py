@@ -61,6 +61,8 @@ class DeviceInfo:
     max_work_item_sizes: tuple = ()
     max_mem_alloc_size: int = field(default=0, compare=False)
     extensions: tuple = field(default=(), repr=False)
+    target_cpu: str = ""          # the LLVM CPU a PoCL CPU device builds for
+    vector_bits: int = 0          # widest vector an OpenCL builtin call may take (0: any)
 
     @property
     def is_pocl(self) -> bool:
@@ -79,7 +81,45 @@ class DeviceInfo:
         return asdict(self)
 
     def describe(self) -> str:
-        return f"{self.spec}  {self.key_name:<16} {self.name} ({self.platform}, {self.kind})"
+        target = f", builds for {self.target_cpu}" if self.target_cpu else ""
+        vec = f", builtin vectors <= {self.vector_bits} bits" if self.vector_bits else ""
+        return f"{self.spec}  {self.key_name:<16} {self.name} ({self.platform}, {self.kind}{target}{vec})"
+
+
+# LLVM x86 CPU names by the width of their vector registers (LLVM 14's list, plus later names so that a
+# newer PoCL is read right). A PoCL CPU device builds for one of them (its version string names it).
+_AVX512_CPUS = frozenset((
+    "x86-64-v4", "knl", "knm", "skylake-avx512", "skx", "cascadelake", "cooperlake", "cannonlake",
+    "icelake-client", "icelake-server", "rocketlake", "tigerlake", "sapphirerapids", "graniterapids",
+    "graniterapids-d", "emeraldrapids", "znver4", "znver5", "diamondrapids"))
+_AVX_CPUS = frozenset((
+    "x86-64-v3", "sandybridge", "corei7-avx", "ivybridge", "core-avx-i", "haswell", "core-avx2",
+    "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake", "arrowlake", "arrowlake-s",
+    "lunarlake", "pantherlake", "gracemont", "sierraforest", "grandridge", "clearwaterforest",
+    "bdver1", "bdver2", "bdver3", "bdver4", "btver2", "znver1", "znver2", "znver3"))
+
+
+def pocl_target_cpu(device_version: str) -> str:
+    """The LLVM CPU a PoCL CPU device builds for, from its version string
+    (``OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3``); "" when not named."""
+    m = re.search(r"HSTR:\s*\S*?-(?:linux|windows|darwin|freebsd)(?:-gnu\w*|-musl\w*|-msvc)?-(\S+)",
+                  device_version)
+    return m.group(1) if m else ""
+
+
+def builtin_vector_bits(kind: str, platform: str, device_version: str) -> int:
+    """The widest vector (bits) an OpenCL builtin call may take or return on a device; 0 for any.
+
+    PoCL's CPU device links builtins compiled for its target CPU; passing a vector wider than that
+    CPU's vector registers breaks the call (codegen splits such calls).  Other devices: no limit."""
+    if kind != "cpu" or not (platform == POCL_PLATFORM or "pocl" in device_version.lower()):
+        return 0
+    cpu = pocl_target_cpu(device_version)
+    if cpu in _AVX512_CPUS:
+        return 512
+    if cpu in _AVX_CPUS:
+        return 256
+    return 128   # SSE-only targets, and any name not known here: safe everywhere
 
 
 def make_key_name(name: str, platform: str, kind: str, device_version: str = "") -> str:

@@ -28,6 +28,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -66,6 +67,9 @@ CPU_LEVELS = (
 )
 
 ENV_OPT_OUT = "MLIRTRACE_NO_POCL_FIX"
+# the CPU PoCL's LLVM builds kernels for, whatever the host is (e.g. ``znver3`` or ``x86-64-v3``:
+# a target without AVX-512 on any x86-64 machine that has AVX2); any name LLVM 14 knows
+ENV_TARGET_CPU = "MLIRTRACE_POCL_CPU"
 ENV_CACHE = "MLIRTRACE_CACHE_DIR"
 # original values, remembered so that child processes merge the *user's*
 # ICDs and not ours a second time
@@ -525,13 +529,22 @@ def _compute_state() -> dict:
         try:
             needed, reported, key = _decide(lib)
             st["reported_cpu"] = reported
-            if not needed:
-                st["reason"] = f"not needed (LLVM reports {reported!r})"
-            else:
+            forced = os.environ.get(ENV_TARGET_CPU, "").strip()
+            if forced:
+                if not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", forced):
+                    raise PatchError(f"{ENV_TARGET_CPU}={forced!r} is not an LLVM CPU name")
+                cpu, why = forced, f"{ENV_TARGET_CPU}={forced} (LLVM reports {reported!r})"
+            elif needed:
                 cpu = choose_cpu_name(host_cpu_flags())
+                why = f"LLVM reports 'generic'; patched to {cpu!r}"
+            else:
+                cpu, why = None, f"not needed (LLVM reports {reported!r})"
+            st["target_cpu"] = cpu or reported
+            if cpu is None:
+                st["reason"] = why
+            else:
                 patched = _prepare_patched(lib, key, cpu)
-                st.update(pocl_fix=True, cpu_name=cpu, patched_lib=patched,
-                          reason=f"LLVM reports 'generic'; patched to {cpu!r}",
+                st.update(pocl_fix=True, cpu_name=cpu, patched_lib=patched, reason=why,
                           pyopencl_home=os.path.dirname(os.path.dirname(patched)))
                 ours["mlirtrace-pocl.icd"] = patched
                 base = os.path.basename(lib)

@@ -146,6 +146,8 @@ def _device_dict(cl, devmod, pi: int, di: int, p, d) -> dict:
         "max_work_item_sizes": tuple(int(x) for x in get("max_work_item_sizes", ())),
         "max_mem_alloc_size": int(get("max_mem_alloc_size", 0)),
         "extensions": ext,
+        "target_cpu": devmod.pocl_target_cpu(version) if "pocl" in version.lower() else "",
+        "vector_bits": devmod.builtin_vector_bits(kind, pname, version),
     }
 
 

@@ -476,6 +476,24 @@ def _decide(lib: str) -> tuple[bool, str, str]:
     return needed, reported, key
 
 
+def pocl_identity() -> tuple[str, str, str]:
+    """(PoCL's version, a key of its library file, the CPU it builds for): what a kernel cache of it
+    depends on (see :mod:`.kcache`)."""
+    ensure_opencl_env(import_pyopencl=False)
+    st = _state or {}
+    lib = find_bundled_libpocl()
+    version = ""
+    d = _package_dir("pocl_binary_distribution")
+    if d:
+        try:
+            with open(os.path.join(d, "__init__.py"), encoding="utf-8") as f:
+                m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", f.read())
+            version = m.group(1) if m else ""
+        except OSError:
+            pass
+    return version, (_lib_key(lib) if lib else "system"), (st.get("target_cpu") or st.get("reported_cpu") or "")
+
+
 def ensure_opencl_env(import_pyopencl: bool = True) -> None:
     """Set OCL_ICD_VENDORS / PYOPENCL_HOME so that OpenCL platforms work.
 

@@ -511,7 +511,7 @@ class WorkerPool:
                     t0 = time.monotonic()
                     with slot.lock:
                         r = self._request(slot, {"op": "build", "key": key, "source": job.source,
-                                                 "options": job.build_options},
+                                                 "options": job.build_options, "kernel": job.kernel_name},
                                           timeout, job.describe())
                     res = self._result(r, job, time.monotonic() - t0)
                     if res.status in ("ok", "build_error"):
@@ -579,6 +579,23 @@ class WorkerPool:
                 build_s=res.build_s, label=job.label, key=job.key))
         return res
 
+    def forget(self, key: str) -> None:
+        """Forget the program ``key`` (a job whose results were judged wrong): the worker holding it
+        drops it and removes what it wrote to the kernel cache, so the next run of it is cold again,
+        as the first was (see kcache.py)."""
+        self._check_open()
+        with self._lock:
+            self._builds.pop(key, None)
+            loc = self._where.pop(key, None)
+        if loc is None:
+            return
+        slot = self._slots[loc[0]]
+        with slot.lock:
+            w = slot.worker
+            if w is None or w.serial != loc[1] or not w.alive():
+                return
+            self._request(slot, {"op": "forget", "key": key}, self.timeout_s, "forget")
+
     def run_many(self, jobs: list[KernelJob], *, warmup: int = 0, repeats: int = 1,
                  timeout_s: float | None = None,
                  exclusive: bool | None = None) -> list[JobResult]:
@@ -644,12 +661,14 @@ class WorkerPool:
         return self.device.key_name if self.device is not None else "device"
 
     def ping(self) -> list[int]:
-        """Make sure every worker is up; return their pids."""
+        """Make sure every worker is up and answering (a round trip: whatever it was doing, such as
+        its warm-up build, is over); return their pids."""
         self._check_open()
         pids = []
         for s in self._slots:
             with s.lock:
                 w = self._ensure_ready(s)
+                self._request(s, {"op": "ping"}, self.startup_timeout_s, "ping")
                 pids.append(w.pid)
         return pids
 

@@ -201,6 +201,7 @@ class _Server:
         self.in_fd = in_fd
         self.spec = spec
         self.programs = {}   # key -> entry dict (OrderedDict semantics via dict order)
+        self.shard = None    # kcache.Shard: this process's part of mlirtrace's PoCL kernel cache
 
     def send(self, obj):
         write_frame(self.out_fd, obj)
@@ -210,6 +211,7 @@ class _Server:
         t0 = time.perf_counter()
         try:
             cl, fix = _setup_env()
+            self._claim_kernel_cache(fix)
             import numpy as np
             devmod = _load_sibling("device")
             found = _enumerate(cl, devmod)
@@ -235,8 +237,21 @@ class _Server:
             return False
         self.send({"op": "ready", "pid": os.getpid(), "device": chosen.to_dict(),
                    "devices": [d for d, _ in found], "fix": dict(getattr(fix, "_state", None) or {}),
-                   "startup_s": time.perf_counter() - t0, "protocol": PROTOCOL_VERSION})
+                   "startup_s": time.perf_counter() - t0, "protocol": PROTOCOL_VERSION,
+                   "kernel_cache": self.shard.path if self.shard else None})
         return True
+
+    def _claim_kernel_cache(self, fix) -> None:
+        """PoCL's on-disk cache: a shard of mlirtrace's own directory (see kcache.py), set before
+        PoCL starts.  No shard to be had: no cache, rather than one shared with other processes."""
+        if os.environ.get("POCL_KERNEL_CACHE", "1").strip() == "0":
+            return
+        kc = _load_sibling("kcache")
+        self.shard = kc.claim_shard(kc.cache_root(fix.cache_dir(), *fix.pocl_identity()))
+        if self.shard is not None:
+            os.environ["POCL_CACHE_DIR"] = self.shard.path
+        else:
+            os.environ["POCL_KERNEL_CACHE"] = "0"
 
     def warm_up(self):
         """The first build in a process pays ~0.5 s of clang/LLVM start-up
@@ -266,8 +281,9 @@ class _Server:
             return False
 
     # --- build ---
-    def get_program(self, key: str, source: str, options: str):
-        """Return (entry, cached).  entry: dict(ok, prg, log, error, build_s)."""
+    def get_program(self, key: str, source: str, options: str, kernel: str = ""):
+        """Return (entry, cached).  entry: dict(ok, prg, log, error, build_s).  A program that builds
+        but lacks ``kernel`` is a failed build (PoCL has returned such programs after miscompiling)."""
         import time
         ent = self.programs.get(key)
         if ent is not None:
@@ -290,7 +306,17 @@ class _Server:
         except Exception as e:
             ok, err, code = False, f"{type(e).__name__}: {e}", None
         build_s = time.perf_counter() - t0
-        if not ok and code not in _COMPILE_FAILURES and not self.healthy():
+        missing = ""
+        if ok and kernel:
+            try:
+                names = [n for n in str(prg.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
+            except Exception:  # noqa: BLE001 - a driver without the query: launch will tell
+                names = None
+            if names is not None and kernel not in names:
+                ok, code = False, None
+                missing = (f"build produced no kernel {kernel!r} (the program has "
+                           f"{', '.join(repr(n) for n in names) or 'no kernel'})")
+        if not ok and not missing and code not in _COMPILE_FAILURES and not self.healthy():
             # not a compiler verdict: the context broke (e.g. an earlier device
             # fault); don't cache, tell the parent to replace this worker
             return {"ok": False, "prg": None, "log": "", "build_s": build_s, "kernels": {},
@@ -308,7 +334,7 @@ class _Server:
         err = _TEMPFILE_RE.sub("<source>", err)
         if not ok:
             first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), "")
-            head = first or (err.strip().splitlines()[0] if err.strip() else "unknown error")
+            head = missing or first or (err.strip().splitlines()[0] if err.strip() else "unknown error")
             err = "build failed: " + head
             if not log:
                 log = err
@@ -320,7 +346,7 @@ class _Server:
         return ent, False
 
     def op_build(self, m):
-        ent, cached = self.get_program(m["key"], m["source"], m["options"])
+        ent, cached = self.get_program(m["key"], m["source"], m["options"], m.get("kernel", ""))
         if ent.get("retire"):
             return {"op": "result", "status": "crash", "retire": True, "build_log": "",
                     "error": ent["error"], "build_s": ent["build_s"], "cached": False}
@@ -332,7 +358,7 @@ class _Server:
     def op_run(self, m):
         import time
         cl, np = self.cl, self.np
-        ent, cached = self.get_program(m["key"], m["source"], m["options"])
+        ent, cached = self.get_program(m["key"], m["source"], m["options"], m["kernel"])
         build_s = 0.0 if cached else ent["build_s"]
         base = {"op": "result", "build_log": ent["log"], "build_s": build_s, "cached": cached}
         if ent.get("retire"):
@@ -421,12 +447,23 @@ class _Server:
                     pass
         return dict(base, status="ok", outputs=results, times_ms=times, error="")
 
+    def op_forget(self, m):
+        """The parent judged a program's results wrong: drop it, and what it left in the kernel
+        cache, so that the next run of it starts cold, as the first did."""
+        self.programs.pop(m["key"], None)
+        removed = self.shard.forget(m["key"]) if self.shard is not None else 0
+        return {"op": "result", "status": "ok", "removed": removed}
+
     def loop(self):
         while True:
             m = read_frame_blocking(self.in_fd)
             if m is None or m.get("op") == "exit":
                 return
             op = m.get("op")
+            journal = self.shard is not None and op in ("build", "run")
+            if journal:
+                self.shard.begin(m["key"])
+            r = {"op": "result", "status": "launch_error"}
             try:
                 if op == "build":
                     r = self.op_build(m)
@@ -435,8 +472,7 @@ class _Server:
                 elif op == "ping":
                     r = {"op": "result", "status": "ok", "pid": os.getpid()}
                 elif op == "forget":
-                    self.programs.clear()
-                    r = {"op": "result", "status": "ok"}
+                    r = self.op_forget(m)
                 else:
                     r = {"op": "result", "status": "launch_error", "error": f"unknown op {op!r}"}
             except Exception as e:
@@ -444,6 +480,12 @@ class _Server:
                 r = {"op": "result", "status": "launch_error",
                      "error": f"worker error: {type(e).__name__}: {e}",
                      "traceback": traceback.format_exc()}
+            finally:
+                if journal:
+                    failed = r.get("status") != "ok"
+                    if failed:
+                        self.programs.pop(m["key"], None)
+                    self.shard.end(ok=not failed)
             r["id"] = m.get("id")
             self.send(r)
 

@@ -280,6 +280,7 @@ class Pipeline:
                     diff = self._check(low, c, r.outputs, expected)
                     if diff:
                         c.status, c.error = "wrong", diff.split("\n")[0]
+                        self.pool.forget(c.job.key)
                         self._fail(c, "benchmark", diff)
                     else:
                         t = r.median_ms
@@ -334,6 +335,7 @@ class Pipeline:
                 if diff:
                     c.status, c.error = "wrong", diff
                     res.status, res.detail = "wrong", diff
+                    self.pool.forget(c.job.key)
                     self._fail(c, "run", diff)
         self._emit(RunFinished(c.span.solution, res.ok, res.time_ms, res.detail, c.span.hash))
         return res

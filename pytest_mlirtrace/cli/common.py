@@ -37,14 +37,11 @@ def read_source(path: str):
 
 
 def session(args, **kw):
-    from ..runtime import DeviceError
+    """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main)."""
     from ..trace import TraceConfig, TraceSession
 
     config = TraceConfig.from_level(args.trace) if getattr(args, "trace", None) is not None else TraceConfig.from_env()
-    try:
-        return TraceSession(args.device, config=config, timeout_s=args.timeout, **kw)
-    except DeviceError as e:
-        raise CLIError(str(e)) from None
+    return TraceSession(args.device, config=config, timeout_s=args.timeout, **kw)
 
 
 class Progress:

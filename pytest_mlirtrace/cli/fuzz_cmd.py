@@ -186,8 +186,6 @@ def _run(args) -> int:
     prog = _Progress(quiet=args.quiet)
     try:
         fz = Fuzzer(o, progress=prog)
-    except runtime.DeviceError as e:
-        raise CLIError(str(e)) from None
     except codegen.FaultError as e:
         raise CLIError(f"MLIRTRACE_INJECT: {e}") from None
     except ValueError as e:

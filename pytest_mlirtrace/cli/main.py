@@ -33,9 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..runtime import DeviceError
+
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)
+    except DeviceError as e:
+        # no device, or a worker that can't start or import: nothing was judged, so nothing is a finding
+        print(f"mlirtrace: environment: {e}", file=sys.stderr)
+        return e.exit_status
     except KeyboardInterrupt:
         print("mlirtrace: interrupted", file=sys.stderr)
         return 130

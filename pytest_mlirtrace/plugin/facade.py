@@ -13,6 +13,7 @@ import pytest
 from ..repro import FailureRecord, signature
 from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
+from ..runtime import DeviceError
 from ..trace import TraceLog
 from ..tuning.events import CompileFailed
 from .plugin import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
@@ -45,6 +46,8 @@ class Mlirtrace:
         if self._session is None:
             try:
                 s = self._state.trace_session()
+            except DeviceError as e:
+                _stop_for_environment(e)
             except Exception as e:   # noqa: BLE001
                 pytest.fail(f"mlirtrace: no usable OpenCL device ({self._state.device or 'default'}): "
                             f"{type(e).__name__}: {e}", pytrace=False)
@@ -73,6 +76,8 @@ class Mlirtrace:
             p.timeout_s = float(timeout_s)
         try:
             yield
+        except DeviceError as e:
+            _stop_for_environment(e)
         finally:
             p.timeout_s = old
 
@@ -211,6 +216,12 @@ class Mlirtrace:
                      (PROP_TICKET, str(w.ticket_path)), (PROP_REPRO, json.dumps(w.to_dict()))]
             rep.user_properties.extend(props)
             self.node.user_properties.extend(props)
+
+
+def _stop_for_environment(e: DeviceError):
+    """No device, or an OpenCL worker that can't start or import: no test can be judged, so the run
+    stops once, with exit status 4, instead of failing every test that uses the fixture."""
+    pytest.exit(f"mlirtrace: environment: {e}", returncode=e.exit_status)
 
 
 def _key_section(first: FailureRecord, recs: list[FailureRecord]) -> str:

@@ -15,6 +15,7 @@ import platform
 import numpy as np
 
 from . import reproducer_template as tmpl
+from .evidence import assess
 from .record import FailureRecord
 from .signature import first_line
 
@@ -67,11 +68,12 @@ def build_payload(rec: FailureRecord, sig: str) -> dict:
         data["standalone"], data["standalone_reason"] = standalone_data(rec)
     except Exception as e:   # noqa: BLE001 - the package path still works without it
         data["standalone"], data["standalone_reason"] = None, f"{type(e).__name__}: {e}"
+    data["suspect"] = assess(rec).to_dict()
     return data
 
 
 # ------------------------------------------------------------------------------- standalone ---
-def _module_of(rec: FailureRecord):
+def module_of(rec: FailureRecord):
     """The module the recorded kernel was lowered from: the migraphx module text (its parameter names
     are the kernel's), else the MLIR."""
     from ..trace import load_module
@@ -156,7 +158,7 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     from .. import codegen, ir
     from ..tuning.tuner import oracle_tolerances
 
-    module = _module_of(rec)
+    module = module_of(rec)
     spec, why = _spec_of(rec, module)
     if spec is None:
         return None, why

@@ -328,7 +328,11 @@ def _watch_child(opts_path: str, timeout: float) -> dict:
     import queue
     import threading
 
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--_child", opts_path],
+    # no PoCL kernel cache: a cached binary of a miscompiled program can fail differently from a fresh
+    # build, and a reproducer must fail the same way every time it runs
+    env = dict(os.environ)
+    env.setdefault("POCL_KERNEL_CACHE", "0")
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--_child", opts_path], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines: queue.Queue = queue.Queue()
     err: list[str] = []

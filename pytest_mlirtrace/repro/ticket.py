@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from .evidence import LAYER_WORDS
+
 OCCURRENCES_RE = re.compile(r"^\*\*Occurrences:\*\* .*$", re.MULTILINE)
 KIND_WORDS = {"build_error": "build error", "crash": "crash", "hang": "hang", "wrong": "wrong results",
               "slow": "too slow", "assertion": "test assertion", "launch_error": "launch error",
@@ -43,6 +45,10 @@ def render_ticket(data: dict, entry: dict, script_rel: str) -> str:
     if data.get("inject"):
         out += [f"> Recorded with the seeded fault `MLIRTRACE_INJECT={data['inject']}` switched on: this is a "
                 "planted bug, used to test the tooling.", ""]
+    sus = data.get("suspect")
+    if sus:
+        out += ["## Suspected layer", "", f"**{LAYER_WORDS.get(sus['layer'], sus['layer'])}**", ""]
+        out += [f"- {one_line(e)}" for e in sus.get("evidence", [])] + [""]
     out += ["## Problem key", "", fence(data["problem_key"], "text"), ""]
     out += ["## Error", "", fence(data["error"], "text"), ""]
     if data.get("mismatch") and data["mismatch"] != data["error"]:

@@ -25,7 +25,7 @@ import threading
 from dataclasses import asdict, dataclass, field, fields
 
 __all__ = [
-    "DeviceInfo", "DeviceError", "list_devices", "resolve_device", "match_spec",
+    "DeviceInfo", "DeviceError", "EnvironmentFailure", "list_devices", "resolve_device", "match_spec",
     "make_key_name", "default_device_spec", "DEFAULT_SPEC", "ENV_DEVICE",
 ]
 
@@ -35,7 +35,15 @@ POCL_PLATFORM = "Portable Computing Language"
 
 
 class DeviceError(Exception):
-    """No device matches a spec, or devices cannot be enumerated."""
+    """No device matches a spec, or devices cannot be enumerated: the environment, not a finding.
+
+    Front ends stop the whole run on it, once, with ``exit_status``."""
+    exit_status = 4
+
+
+class EnvironmentFailure(DeviceError):
+    """An OpenCL worker could not start or import what it needs: nothing that ran can be judged, so
+    the whole run stops (never counted as a finding)."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import weakref
 from collections import deque
 
 from . import pocl_fix
-from .device import (DeviceError, DeviceInfo, default_device_spec, match_spec,
+from .device import (DeviceError, DeviceInfo, EnvironmentFailure, default_device_spec, match_spec,
                      _remember as _remember_devices)
 from . import device as _device_mod
 from .job import JobResult, KernelJob
@@ -387,14 +387,14 @@ class WorkerPool:
     def _request(self, slot: _Slot, msg: dict, timeout_s: float, what: str) -> dict:
         """Send *msg* to the slot's worker (slot lock held) and return the reply.
 
-        Crashes and timeouts come back as reply dicts with status crash/hang.
+        Crashes and timeouts come back as reply dicts with status crash/hang.  A worker that cannot
+        start (or cannot import what it needs) raises :class:`EnvironmentFailure`: no kernel of ours
+        ran, so there is nothing to judge.
         """
-        t0 = time.monotonic()
         try:
             w = self._ensure_ready(slot)
         except _Dead as e:
-            return {"status": "crash", "error": f"{e}".splitlines()[0] + f" (for {what})",
-                    "stderr": "\n".join(f"{e}".splitlines()[1:]), "signal": None}
+            raise EnvironmentFailure(f"the OpenCL worker for {self._spec} could not start: {e}") from None
         w.clear_tail()
         phase = "building" if msg["op"] == "build" else "building/starting"
         try:
@@ -408,6 +408,8 @@ class WorkerPool:
                     continue
                 if r.get("op") == "result":
                     r["worker_pid"] = w.pid
+                    if r.get("status") == "environment":
+                        raise EnvironmentFailure(f"the OpenCL worker for {self._spec} failed: {r.get('error')}")
                     if r.get("retire"):
                         # device fault (GPU): the worker's context is unusable
                         w.kill(self.kill_grace_s)

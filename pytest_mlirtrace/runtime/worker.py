@@ -475,6 +475,8 @@ class _Server:
                     r = self.op_forget(m)
                 else:
                     r = {"op": "result", "status": "launch_error", "error": f"unknown op {op!r}"}
+            except (ImportError, MemoryError) as e:   # the environment, not a kernel: nothing to judge
+                r = {"op": "result", "status": "environment", "error": f"{type(e).__name__}: {e}"}
             except Exception as e:
                 import traceback
                 r = {"op": "result", "status": "launch_error",

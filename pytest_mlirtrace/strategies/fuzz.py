@@ -54,6 +54,15 @@ class ShrinkBudgetExhausted(BaseException):
     """Raised inside a campaign when shrinking its failure has taken its share of the budget."""
 
 
+class EnvironmentStop(BaseException):
+    """Raised inside a campaign when the environment failed (runtime.DeviceError): Hypothesis must not
+    shrink it, and it is no finding; :meth:`Fuzzer.run` raises the DeviceError itself."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
 class CaseFailed(Exception):
     """A case failed in a new way; one subclass per way so Hypothesis shrinks each separately."""
 
@@ -329,6 +338,8 @@ class Fuzzer:
             results = self.run_case(module, sols, seed)
         except (BudgetExhausted, KeyboardInterrupt):
             raise
+        except runtime.DeviceError as e:   # no device / a worker that can't start: stop, judge nothing
+            raise EnvironmentStop(e) from e
         except Exception as e:   # the Python side crashed: a bug of ours, shrink and report it too
             err = f"{type(e).__name__}: {e}"
             way = f"internal/{problem.kind}/{repro.normalise_error(err)}"
@@ -366,7 +377,7 @@ class Fuzzer:
             if self._pending and way not in self._pending:
                 continue    # one way per campaign: this one waits for a later campaign (cheaper shrinks)
             rec = repro.FailureRecord.from_run(res, origin="fuzz", timeout_s=getattr(res, "timeout_s", self.o.timeout_s),
-                                               inject=self.inject or "")
+                                               inject=self.inject or "", device_info=self.device)
             f = Finding(way, res.status, module, str(sol), res.seed, rec, rec.error, first_found_s=self.elapsed())
             self._remember(way, f)
             if first is None:
@@ -502,7 +513,12 @@ class Fuzzer:
                 except KeyboardInterrupt:
                     self._flush(None, False)
                     raise
+                except EnvironmentStop as e:
+                    raise e.error from None
                 except BaseException as e:   # noqa: BLE001 - CaseFailed or a group of them
+                    env = next((x for x in _flatten(e) if isinstance(x, EnvironmentStop)), None)
+                    if env is not None:
+                        raise env.error from None
                     if not any(isinstance(x, CaseFailed) for x in _flatten(e)):
                         raise
                     self._flush(e, True)

@@ -8,6 +8,7 @@ carry a :class:`Span`; nothing a kernel does (crash, hang, build error) escapes 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -188,12 +189,15 @@ class Pipeline:
                                  tuple(spec.local_size) if spec.local_size else None, spec.build_options,
                                  label=label)
 
-    def _lower(self, low: Lowered, solution, inputs: dict, packed: dict | None = None) -> CompiledResult:
+    def _lower(self, low: Lowered, solution, inputs: dict, packed: dict | None = None,
+               build_options: str | None = None) -> CompiledResult:
         try:
             codegen.check_applicable(low.problem, solution, self.device)
             spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
         except (codegen.LoweringError, codegen.NotApplicable) as e:
             return CompiledResult(self._span(low, solution), solution, None, "lowering_error", str(e))
+        if build_options is not None:
+            spec = dataclasses.replace(spec, build_options=build_options)
         span = self._span(low, solution, spec.source, spec.kernel_name)
         return CompiledResult(span, solution, spec, job=self._job(spec, inputs, str(solution), packed))
 
@@ -309,8 +313,11 @@ class Pipeline:
         return codegen.default_solution(low.problem, self.device), "default (not tuned)"
 
     def run(self, module: ir.Module, *, solution=None, inputs: dict | None = None, seed: int | None = None,
-            mlir_text: str | None = None, repeats: int = 1) -> RunResult:
-        """Compile with ``solution`` (else the best known one), run on random inputs, check against the oracle."""
+            mlir_text: str | None = None, repeats: int = 1, build_options: str | None = None) -> RunResult:
+        """Compile with ``solution`` (else the best known one), run on random inputs, check against the oracle.
+
+        ``build_options``: the OpenCL build options instead of the code generator's (the same source
+        built another way: see repro.evidence)."""
         seed = self.seed if seed is None else seed
         low = self.lower_module(module, mlir_text)
         if solution is None:
@@ -319,7 +326,7 @@ class Pipeline:
             solution = parse_solution(low.problem, solution)
         inputs = inputs if inputs is not None else self._inputs(low, seed)
         expected = ir.evaluate(low.module, inputs)
-        c = self._lower(low, solution, inputs)
+        c = self._lower(low, solution, inputs, build_options=build_options)
         self._build([c])
         res = RunResult(c, c.status, expected=expected, detail=c.error, seed=seed)
         if c.ok:

@@ -1,4 +1,4 @@
-"""Codegen tests run kernels in-process on the first OpenCL device (PoCL CPU by default)."""
+"""Codegen tests run kernels through the isolated runtime (worker processes; PoCL CPU by default)."""
 from __future__ import annotations
 
 import os
@@ -10,13 +10,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import cg_ocl as ocl  # noqa: E402
 
-ocl.ensure_env()
-
 
 @pytest.fixture(scope="session")
-def cl_ctx():
+def cl_pool():
+    from pytest_mlirtrace.runtime import DeviceError
     try:
-        import pyopencl  # noqa: F401
-        return ocl.context()
-    except Exception as e:  # pragma: no cover - no OpenCL here
+        return ocl.pool()
+    except DeviceError as e:  # pragma: no cover - no OpenCL here
         pytest.skip(f"no OpenCL device: {e}")

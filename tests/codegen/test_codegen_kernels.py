@@ -1,4 +1,4 @@
-"""Generated kernels build, run and match the numpy oracle (PoCL CPU by default)."""
+"""Generated kernels build, run (runtime worker processes) and match the numpy oracle (PoCL CPU by default)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +13,7 @@ from cg_modules import (gemm, gemm_tangled, pointwise_int, pointwise_mod, pointw
 from pytest_mlirtrace.codegen import default_solution, lower, problem_of
 from pytest_mlirtrace.ir import Module
 
-pytestmark = pytest.mark.usefixtures("cl_ctx")
+pytestmark = pytest.mark.usefixtures("cl_pool")
 
 
 def assert_matches(module, solution, inject=None, seed_=0):
@@ -155,7 +155,8 @@ def test_fault_k_tail_off_by_one():
 def test_fault_missing_barrier():
     if ocl.limits().kind == "gpu":
         # a real race there: whether it shows depends on warp timing (it did not on an H200 for this size)
-        assert lower(gemm(17, 19, 23), "32,32,8,4,4,4,1,8", inject="missing_barrier").source.count("barrier(") == 1
+        assert lower(gemm(17, 19, 23), "32,32,8,4,4,4,1,8", ocl.limits(),
+                     inject="missing_barrier").source.count("barrier(") == 1
         return
     assert _fires(gemm(17, 19, 23), "32,32,8,4,4,4,1,8", "missing_barrier")        # 64 work-items
     assert not _fires(gemm(17, 19, 23), "4,16,8,4,16,16,1,8", "missing_barrier")   # one work-item
@@ -169,8 +170,8 @@ def test_fault_wrong_transpose_stride():
 
 def test_fault_infinite_loop_source_and_safe_config():
     m = gemm(17, 19, 23)
-    base = lower(m, "4,16,8,4,16,16,0,4").source
-    bad = lower(m, "4,16,8,4,16,16,0,4", inject="infinite_loop").source
+    base = lower(m, "4,16,8,4,16,16,0,4", ocl.limits()).source
+    bad = lower(m, "4,16,8,4,16,16,0,4", ocl.limits(), inject="infinite_loop").source
     assert bad != base and "!= 23u" in bad           # remainder 7 is odd: never terminates (not run here)
     assert not _fires(gemm(17, 19, 22), "4,16,8,4,16,16,0,4", "infinite_loop")   # remainder 6: terminates
 
@@ -182,14 +183,16 @@ import cg_ocl as ocl
 from cg_modules import gemm
 from pytest_mlirtrace.codegen import lower
 m = gemm(17, 19, 23)
-bad = ocl.check(m, lower(m, "4,16,8,4,16,16,0,4", inject="oob_write_n_edge"))
+bad = ocl.check(m, lower(m, "4,16,8,4,16,16,0,4", ocl.limits(), inject="oob_write_n_edge"))
 print("WRONG" if bad is not None else "RIGHT")
 """
 
 
 def test_fault_oob_write_n_edge_in_a_subprocess():
     m = gemm(17, 19, 23)
-    assert lower(m, "4,16,8,4,16,16,0,4", inject="oob_write_n_edge").source != lower(m, "4,16,8,4,16,16,0,4").source
+    lim = ocl.limits()
+    assert (lower(m, "4,16,8,4,16,16,0,4", lim, inject="oob_write_n_edge").source
+            != lower(m, "4,16,8,4,16,16,0,4", lim).source)
     assert not _fires(gemm(17, 32, 23), "4,16,8,4,16,16,0,4", "oob_write_n_edge")  # n % NPerBlock == 0
     code = _OOB_SCRIPT.format(here=os.path.dirname(os.path.abspath(__file__)))
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -1,0 +1,27 @@
+"""The fuzz stops at an environment failure met mid-run: it raises it (exit 4 in the CLI) and counts
+nothing as a finding, however many cases were queued (once 678 worker failures became findings)."""
+
+import pytest
+
+from pytest_mlirtrace import runtime, tuning
+from pytest_mlirtrace.strategies.fuzz import FuzzOptions, Fuzzer
+
+
+def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(monkeypatch, tmp_path):
+    real = tuning.Pipeline.run
+    calls = {"n": 0}
+
+    def run(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] > 5:      # the first cases run for real, then the workers can no longer start
+            raise runtime.EnvironmentFailure("the OpenCL worker for 0:0 could not start: planted")
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(tuning.Pipeline, "run", run)
+    fz = Fuzzer(FuzzOptions(budget_s=60, seed=5, repro_dir=str(tmp_path / "repros"), database=None, jobs=1,
+                            kinds=("pointwise",)))
+    with pytest.raises(runtime.EnvironmentFailure, match="planted"):
+        fz.run()
+    assert calls["n"] == 6                      # stopped at the first one: no shrinking, no retries
+    assert fz.findings == [] and not fz.stats.failures
+    assert not (tmp_path / "repros").exists() or not any((tmp_path / "repros").iterdir())

@@ -4,7 +4,7 @@
   reduce, softmax, attention) that shrink toward fewer ops and small dims;
 - :func:`solutions` draws applicable solutions of a problem (the space plus edge cases);
 - :func:`fused_cases` draws ``(module, solution, seed)`` triples;
-- :mod:`.fuzz` runs them against the pipeline under a time budget (``mlirtrace fuzz``).
+- :mod:`pytest_mlirtrace.fuzz` runs them against the pipeline under a time budget (``mlirtrace fuzz``).
 """
 from .graphs import ALL_KINDS, FLOAT_OPS, INT_OPS, VIEW_RECIPES, build_module, fused_graphs, graph_kind
 from .solutions import SUPPORTED_KINDS, edge_solutions, fused_cases, solution_list, solutions

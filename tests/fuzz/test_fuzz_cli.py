@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.cli import fuzz_cmd
+from pytest_mlirtrace.fuzz import report as fuzz_report
 from pytest_mlirtrace.cli.main import build_parser, main
 
 
@@ -64,7 +64,7 @@ def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise():
             return True
 
     t = TTY()
-    p = fuzz_cmd._Progress(stream=t)
+    p = fuzz_report.Progress(stream=t)
     p(_Fz())
     p.last = 0
     p(_Fz())
@@ -72,12 +72,12 @@ def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise():
     text = t.getvalue()
     assert text.count("\r") == 2 and text.endswith("\n") and "10 cases (5.00/s)" in text and "wrong 2" in text
     s = io.StringIO()
-    p = fuzz_cmd._Progress(stream=s, every_s=0)
+    p = fuzz_report.Progress(stream=s, every_s=0)
     p(_Fz())
     p(_Fz())
     assert s.getvalue().count("\n") == 2 and "\r" not in s.getvalue()
     q = io.StringIO()
-    fuzz_cmd._Progress(stream=q, quiet=True)(_Fz())
+    fuzz_report.Progress(stream=q, quiet=True)(_Fz())
     assert q.getvalue() == ""
 
 
@@ -91,7 +91,7 @@ def test_summary_lists_cases_rate_failures_and_reproducers():
     from collections import Counter
 
     from pytest_mlirtrace import ir
-    from pytest_mlirtrace.strategies.fuzz import Finding, FuzzReport, FuzzStats
+    from pytest_mlirtrace.fuzz import Finding, FuzzReport, FuzzStats
 
     m = ir.Module()
     m.add_return(m.add("relu", m.add_param("x0", "f32", [2])))
@@ -99,7 +99,7 @@ def test_summary_lists_cases_rate_failures_and_reproducers():
     w = type("W", (), {"new": True, "count": 1, "signature": "wrong-x-1", "script_path": "r/x.py"})()
     f = Finding("wrong/pointwise", "wrong", m, "64,1,1", 3, None, "output 0: 1/2 elements differ",
                 first_found_s=1.0, written_s=4.0, written=w, path="r/x.py")
-    text = fuzz_cmd.summary(FuzzReport(st, [f]), 2)
+    text = fuzz_report.summary(FuzzReport(st, [f]), 2)
     assert "30 cases in 10.0s (3.00 cases/s)" in text and "wrong 3" in text
     assert "reproducers written: 1 (1 new)" in text and "r/x.py" in text and "found after 1.0s" in text
     assert FuzzReport(st, [f]).exit_code == 1 and FuzzReport(st, []).exit_code == 0

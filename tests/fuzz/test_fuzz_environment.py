@@ -4,7 +4,7 @@ nothing as a finding, however many cases were queued (once 678 worker failures b
 import pytest
 
 from pytest_mlirtrace import runtime, tuning
-from pytest_mlirtrace.strategies.fuzz import FuzzOptions, Fuzzer
+from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
 
 
 def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(monkeypatch, tmp_path):

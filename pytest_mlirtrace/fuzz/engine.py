@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
-import re
 import shutil
 import subprocess
 import sys
@@ -30,149 +29,18 @@ import tempfile
 import threading
 import time
 import traceback
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hseed
-from hypothesis.database import DirectoryBasedExampleDatabase
 
 from .. import codegen, ir, mlir, repro, runtime, tuning
-from .solutions import SUPPORTED_KINDS, fused_cases
-
-DEFAULT_DATABASE = ".mlirtrace/fuzz-db"
-
-
-class BudgetExhausted(BaseException):
-    """Raised inside a Hypothesis campaign to stop it when the time budget is spent (a
-    BaseException, so Hypothesis does not take it for a failure to shrink)."""
-
-
-class ShrinkBudgetExhausted(BaseException):
-    """Raised inside a campaign when shrinking its failure has taken its share of the budget."""
-
-
-class EnvironmentStop(BaseException):
-    """Raised inside a campaign when the environment failed (runtime.DeviceError): Hypothesis must not
-    shrink it, and it is no finding; :meth:`Fuzzer.run` raises the DeviceError itself."""
-
-    def __init__(self, error: BaseException):
-        super().__init__(str(error))
-        self.error = error
-
-
-class CaseFailed(Exception):
-    """A case failed in a new way; one subclass per way so Hypothesis shrinks each separately."""
-
-    def __init__(self, way: str, found: "Finding"):
-        super().__init__(f"{way}: {found.record.first_line if found.record else found.error}")
-        self.way, self.found = way, found
-
-
-_WAY_CLASSES: dict[str, type] = {}
-
-
-def _way_class(way: str) -> type:
-    cls = _WAY_CLASSES.get(way)
-    if cls is None:
-        name = "CaseFailed_" + re.sub(r"\W+", "_", way)[:60]
-        cls = _WAY_CLASSES[way] = type(name, (CaseFailed,), {})
-    return cls
-
-
-@dataclass
-class Finding:
-    """One failing case (the shrunk one, once the campaign is over)."""
-    way: str
-    kind: str
-    module: ir.Module
-    solution: str
-    seed: int
-    record: object | None            # repro.FailureRecord (None for an internal error)
-    error: str = ""
-    first_found_s: float = 0.0       # since the start of the run: first case that failed this way
-    written_s: float = 0.0           # when its reproducer was written
-    written: object | None = None    # repro.WrittenRepro
-    shrunk: bool = True              # False when the budget ran out before the shrink finished
-    path: str = ""                   # reproducer script (or internal-error report)
-    note: str = ""                   # e.g. why a larger case was written
-
-
-@dataclass
-class FuzzOptions:
-    budget_s: float = 60.0
-    seed: int | None = None
-    device: str | None = None
-    repro_dir: str = "reproducers"
-    kinds: tuple = SUPPORTED_KINDS
-    dtypes: tuple = ("f32", "f16")
-    max_dim: int = 16
-    max_rank: int = 4
-    max_elements: int = 4096
-    max_epilogue: int = 3
-    database: str | None = DEFAULT_DATABASE
-    jobs: int = 0                    # lanes; 0: min(2, cpu count)
-    max_solutions: int = 0           # solutions per example; 0: 2 * jobs
-    timeout_s: float = 10.0          # per build / run (a hang costs this much; PoCL's first launch of a
-                                     # big work-group kernel can take seconds on a loaded 2-core machine)
-    seeds_per_case: int = 2          # inputs each built kernel is checked on (cases = solutions x seeds)
-    shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
-    inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT
-    max_findings: int | None = None  # stop once this many reproducers are written (None: run the budget)
-    verify: bool = True              # run each reproducer once in a fresh process before writing it
-    verify_tries: int = 4            # failing cases tried, smallest first, until one reproduces alone
-    kind_weights: dict = field(default_factory=lambda: {"pointwise": 1, "reduce": 1, "softmax": 1, "gemm": 3})
-
-    @property
-    def shrink_s(self) -> float:
-        return self.shrink_budget_s if self.shrink_budget_s is not None else max(15.0, 0.35 * self.budget_s)
-
-
-@dataclass
-class FuzzStats:
-    cases: int = 0
-    examples: int = 0
-    replayed: int = 0                # cases answered from this run's memo (Hypothesis re-asking)
-    campaigns: int = 0
-    elapsed_s: float = 0.0
-    failures: Counter = field(default_factory=Counter)   # failing cases by failure kind (all, incl. repeats)
-    statuses: Counter = field(default_factory=Counter)
-    kinds: Counter = field(default_factory=Counter)       # examples by problem kind
-    phase: str = "starting"
-    max_case_s: float = 0.0          # slowest single compile+run (what the hang timeout must stay above)
-    built_s: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        return self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-
-@dataclass
-class FuzzReport:
-    stats: FuzzStats
-    findings: list
-
-    @property
-    def new(self) -> list:
-        return [f for f in self.findings if f.written is None or getattr(f.written, "new", True)]
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.new else 0
-
-
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}")
-
-
-def _way(res, problem_kind: str) -> str:
-    """How a case failed, coarse enough that the variants of one bug are one way: the failure kind,
-    the problem kind and (not for wrong results) the error's first line without numbers, names, lists."""
-    if res.status == "wrong":
-        return f"wrong/{problem_kind}"
-    err = repro.normalise_error(res.detail or res.compiled.error or res.status)
-    return f"{res.status}/{problem_kind}/{_QUOTED.sub('Q', err)}"
+from ..strategies import SUPPORTED_KINDS, fused_cases
+from .examples import keyed_database
+from .options import FuzzOptions
+from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, Finding, FuzzReport, FuzzStats,
+                      ShrinkBudgetExhausted, _flatten, _way, _way_class)
 
 
 class _Lane:
@@ -301,7 +169,9 @@ class Fuzzer:
 
     def _test(self, campaign: int):
         o = self.o
-        db = DirectoryBasedExampleDatabase(o.database) if o.database else None
+        db = keyed_database(o.database, (sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements,
+                                         o.max_epilogue, self.max_solutions, sorted(o.kind_weights.items()),
+                                         self.device.key_name))
         # only the first campaign replays the database: later ones would replay (and so delete) the
         # examples of failures already reported in this run
         phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink) if campaign == 0 else \
@@ -320,9 +190,6 @@ class Fuzzer:
                 raise ShrinkBudgetExhausted()
             self._check(*case)
 
-        key = repr((sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements, o.max_epilogue,
-                    self.max_solutions, sorted(o.kind_weights.items()), self.device.key_name)).encode()
-        fuzz_case.hypothesis.inner_test._hypothesis_internal_add_digest = key
         return fuzz_case
 
     def _check(self, module, sols, seed) -> None:
@@ -535,22 +402,7 @@ class Fuzzer:
         return FuzzReport(self.stats, self.findings)
 
 
-def _flatten(e: BaseException | None) -> list:
-    if e is None:
-        return []
-    if isinstance(e, BaseExceptionGroup):
-        out = []
-        for x in e.exceptions:
-            out.extend(_flatten(x))
-        return out
-    return [e]
-
-
 def fuzz(options: FuzzOptions | None = None, progress=None, **kw) -> FuzzReport:
     """Run the fuzz loop once (``FuzzOptions`` fields as keywords)."""
     o = options or FuzzOptions(**kw)
     return Fuzzer(o, progress).run()
-
-
-__all__ = ["FuzzOptions", "FuzzReport", "FuzzStats", "Finding", "Fuzzer", "fuzz", "CaseFailed", "BudgetExhausted", "ShrinkBudgetExhausted",
-           "DEFAULT_DATABASE"]

@@ -1,0 +1,38 @@
+"""What a fuzz run is asked to do (``mlirtrace fuzz`` options as one value)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..strategies import SUPPORTED_KINDS
+
+DEFAULT_DATABASE = ".mlirtrace/fuzz-db"
+
+
+@dataclass
+class FuzzOptions:
+    budget_s: float = 60.0
+    seed: int | None = None
+    device: str | None = None
+    repro_dir: str = "reproducers"
+    kinds: tuple = SUPPORTED_KINDS
+    dtypes: tuple = ("f32", "f16")
+    max_dim: int = 16
+    max_rank: int = 4
+    max_elements: int = 4096
+    max_epilogue: int = 3
+    database: str | None = DEFAULT_DATABASE
+    jobs: int = 0                    # lanes; 0: min(2, cpu count)
+    max_solutions: int = 0           # solutions per example; 0: 2 * jobs
+    timeout_s: float = 10.0          # per build / run (a hang costs this much; PoCL's first launch of a
+                                     # big work-group kernel can take seconds on a loaded 2-core machine)
+    seeds_per_case: int = 2          # inputs each built kernel is checked on (cases = solutions x seeds)
+    shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
+    inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT
+    max_findings: int | None = None  # stop once this many reproducers are written (None: run the budget)
+    verify: bool = True              # run each reproducer once in a fresh process before writing it
+    verify_tries: int = 4            # failing cases tried, smallest first, until one reproduces alone
+    kind_weights: dict = field(default_factory=lambda: {"pointwise": 1, "reduce": 1, "softmax": 1, "gemm": 3})
+
+    @property
+    def shrink_s(self) -> float:
+        return self.shrink_budget_s if self.shrink_budget_s is not None else max(15.0, 0.35 * self.budget_s)

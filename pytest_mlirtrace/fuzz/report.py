@@ -1,0 +1,124 @@
+"""What ``mlirtrace fuzz`` shows: progress while it runs, the summary and the JSON report after."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+from .. import ir
+from .engine import Fuzzer
+from .options import FuzzOptions
+
+
+class Progress:
+    """Progress on stderr: one updating line on a TTY, a line every ``every_s`` otherwise."""
+
+    def __init__(self, stream=None, every_s: float = 10.0, quiet: bool = False):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        self.every_s = every_s
+        self.quiet = quiet
+        self.last = 0.0
+        self.width = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def line(fz) -> str:
+        st = fz.stats
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(st.failures.items())) or "none"
+        return (f"fuzz {st.elapsed_s:5.1f}s/{fz.o.budget_s:g}s  {st.cases} cases ({st.rate:.2f}/s)  "
+                f"failures: {fails}  reproducers: {len(fz.findings)}  [{st.phase}]")
+
+    def __call__(self, fz) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            now = time.monotonic()
+            if self.tty:
+                if now - self.last < 0.2:
+                    return
+                text = self.line(fz)
+                pad = max(0, self.width - len(text))
+                self.stream.write("\r" + text + " " * pad)
+                self.width = len(text)
+            else:
+                if now - self.last < self.every_s:
+                    return
+                self.stream.write(self.line(fz) + "\n")
+            self.last = now
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and not self.quiet and self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def summary(report, lanes) -> str:
+    st = report.stats
+    lines = [f"fuzz: {st.cases} cases in {st.elapsed_s:.1f}s ({st.rate:.2f} cases/s), {st.examples} examples, "
+             f"{st.campaigns} campaign(s), {lanes} lane(s)"]
+    fails = ", ".join(f"{k} {v}" for k, v in sorted(st.failures.items()))
+    lines.append(f"failing cases by kind: {fails or 'none'}")
+    if not report.findings:
+        lines.append("reproducers written: none")
+    else:
+        n_new = len(report.new)
+        lines.append(f"reproducers written: {len(report.findings)} ({n_new} new)")
+        for f in report.findings:
+            w = f.written
+            state = "new" if w is None or w.new else f"seen before ({w.count}x)"
+            shrunk = "" if f.shrunk else ", not fully shrunk (budget)"
+            lines.append(f"  {f.kind:<14} {f.path}  [{state}{shrunk}; found after {f.first_found_s:.1f}s, "
+                         f"written after {f.written_s:.1f}s]")
+            if f.note:
+                lines.append(f"    note: {f.note}")
+            lines.append(f"    {f.module.symbol_name()}  solution {f.solution}  seed {f.seed}: "
+                         f"{(f.record.first_line if f.record is not None else f.error.splitlines()[0])[:160]}")
+    return "\n".join(lines)
+
+
+def report_dict(report, fz) -> dict:
+    st = report.stats
+    return {
+        "cases": st.cases, "examples": st.examples, "replayed": st.replayed, "campaigns": st.campaigns,
+        "elapsed_s": round(st.elapsed_s, 3), "cases_per_s": round(st.rate, 3), "lanes": fz.jobs,
+        "max_case_s": round(st.max_case_s, 3),
+        "failures": dict(st.failures), "statuses": dict(st.statuses), "kinds": dict(st.kinds), "inject": fz.inject or "",
+        "exit_code": report.exit_code,
+        "findings": [{
+            "kind": f.kind, "way": f.way, "signature": getattr(f.written, "signature", ""), "path": f.path,
+            "ticket": str(getattr(f.written, "ticket_path", "") or ""), "new": bool(getattr(f.written, "new", True)),
+            "shrunk": f.shrunk, "note": f.note, "first_found_s": round(f.first_found_s, 3), "written_s": round(f.written_s, 3),
+            "solution": f.solution, "seed": f.seed, "symbol": f.module.symbol_name(),
+            "ops": f.module.ops(),
+            "error": (f.record.first_line if f.record is not None else f.error.splitlines()[0]),
+        } for f in report.findings],
+    }
+
+
+def run_and_report(options: FuzzOptions, *, quiet: bool = False, report_path: str | None = None) -> int:
+    """Run a fuzz with progress on stderr, print the summary, write the JSON report; the exit status
+    (1: a new finding, 0: none). Bad options raise ValueError / codegen.FaultError; an environment
+    failure raises runtime.DeviceError."""
+    prog = Progress(quiet=quiet)
+    fz = Fuzzer(options, progress=prog)
+    if not quiet:
+        o = options
+        print(f"fuzz: device {fz.device.key_name} ({fz.device.spec}), kinds {', '.join(o.kinds)}, max dim "
+              f"{o.max_dim}, {fz.jobs} lane(s), seed {o.seed if o.seed is not None else 'random'}"
+              + (f", injected fault(s): {fz.inject}" if fz.inject else ""), file=sys.stderr)
+    try:
+        report = fz.run()
+    finally:
+        prog.done()
+    print(summary(report, fz.jobs))
+    if report_path:
+        d = report_dict(report, fz)
+        for row, f in zip(d["findings"], report.findings):
+            row["module"] = ir.print_module(f.module)
+        with open(report_path, "w", encoding="utf-8") as fh:
+            json.dump(d, fh, indent=1)
+    return report.exit_code

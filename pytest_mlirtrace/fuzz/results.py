@@ -1,0 +1,120 @@
+"""What a fuzz run finds and counts: failing cases grouped by the way they fail, findings, statistics,
+and the control-flow exceptions a Hypothesis campaign raises."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .. import ir, repro
+
+
+class BudgetExhausted(BaseException):
+    """Raised inside a Hypothesis campaign to stop it when the time budget is spent (a
+    BaseException, so Hypothesis does not take it for a failure to shrink)."""
+
+
+class ShrinkBudgetExhausted(BaseException):
+    """Raised inside a campaign when shrinking its failure has taken its share of the budget."""
+
+
+class EnvironmentStop(BaseException):
+    """Raised inside a campaign when the environment failed (runtime.DeviceError): Hypothesis must not
+    shrink it, and it is no finding; :meth:`Fuzzer.run` raises the DeviceError itself."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+class CaseFailed(Exception):
+    """A case failed in a new way; one subclass per way so Hypothesis shrinks each separately."""
+
+    def __init__(self, way: str, found: "Finding"):
+        super().__init__(f"{way}: {found.record.first_line if found.record else found.error}")
+        self.way, self.found = way, found
+
+
+_WAY_CLASSES: dict[str, type] = {}
+
+
+def _way_class(way: str) -> type:
+    cls = _WAY_CLASSES.get(way)
+    if cls is None:
+        name = "CaseFailed_" + re.sub(r"\W+", "_", way)[:60]
+        cls = _WAY_CLASSES[way] = type(name, (CaseFailed,), {})
+    return cls
+
+
+@dataclass
+class Finding:
+    """One failing case (the shrunk one, once the campaign is over)."""
+    way: str
+    kind: str
+    module: ir.Module
+    solution: str
+    seed: int
+    record: object | None            # repro.FailureRecord (None for an internal error)
+    error: str = ""
+    first_found_s: float = 0.0       # since the start of the run: first case that failed this way
+    written_s: float = 0.0           # when its reproducer was written
+    written: object | None = None    # repro.WrittenRepro
+    shrunk: bool = True              # False when the budget ran out before the shrink finished
+    path: str = ""                   # reproducer script (or internal-error report)
+    note: str = ""                   # e.g. why a larger case was written
+
+
+@dataclass
+class FuzzStats:
+    cases: int = 0
+    examples: int = 0
+    replayed: int = 0                # cases answered from this run's memo (Hypothesis re-asking)
+    campaigns: int = 0
+    elapsed_s: float = 0.0
+    failures: Counter = field(default_factory=Counter)   # failing cases by failure kind (all, incl. repeats)
+    statuses: Counter = field(default_factory=Counter)
+    kinds: Counter = field(default_factory=Counter)       # examples by problem kind
+    phase: str = "starting"
+    max_case_s: float = 0.0          # slowest single compile+run (what the hang timeout must stay above)
+    built_s: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class FuzzReport:
+    stats: FuzzStats
+    findings: list
+
+    @property
+    def new(self) -> list:
+        return [f for f in self.findings if f.written is None or getattr(f.written, "new", True)]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.new else 0
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}")
+
+
+def _way(res, problem_kind: str) -> str:
+    """How a case failed, coarse enough that the variants of one bug are one way: the failure kind,
+    the problem kind and (not for wrong results) the error's first line without numbers, names, lists."""
+    if res.status == "wrong":
+        return f"wrong/{problem_kind}"
+    err = repro.normalise_error(res.detail or res.compiled.error or res.status)
+    return f"{res.status}/{problem_kind}/{_QUOTED.sub('Q', err)}"
+
+
+def _flatten(e: BaseException | None) -> list:
+    if e is None:
+        return []
+    if isinstance(e, BaseExceptionGroup):
+        out = []
+        for x in e.exceptions:
+            out.extend(_flatten(x))
+        return out
+    return [e]

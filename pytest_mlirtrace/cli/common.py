@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -15,9 +16,10 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None,
                    help="OpenCL device: pocl (default, embedded CPU), nvidia, gpu, cpu, P:D, or a name substring "
                         "(env MLIRTRACE_DEVICE)")
-    p.add_argument("--trace", type=int, default=None, metavar="LEVEL",
+    p.add_argument("--trace", default=None, metavar="LEVEL",
                    help="set MIGRAPHX_TRACE_MLIR and MIGRAPHX_TRACE_BENCHMARKING to LEVEL (0-3)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds before a kernel counts as hung (30)")
+    p.add_argument("--timeout", default=None, metavar="SECONDS",
+                   help="seconds before a kernel counts as hung (env MLIRTRACE_TIMEOUT; default 30)")
 
 
 def read_source(path: str):
@@ -36,12 +38,44 @@ def read_source(path: str):
         raise CLIError(msg if msg.startswith(path) else f"{path}: {msg}") from None
 
 
+def settings(args):
+    """The command's :class:`~pytest_mlirtrace.config.Settings` (options > environment > defaults); a
+    bad value is a usage error naming where it came from."""
+    from ..config import SettingError, resolve
+
+    try:
+        return resolve({"device": getattr(args, "device", None), "timeout_s": getattr(args, "timeout", None),
+                        "trace": getattr(args, "trace", None)},
+                       option_names={"device": "--device", "timeout_s": "--timeout", "trace": "--trace"})
+    except SettingError as e:
+        raise CLIError(str(e)) from None
+
+
 def session(args, **kw):
     """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main)."""
     from ..trace import TraceConfig, TraceSession
 
-    config = TraceConfig.from_level(args.trace) if getattr(args, "trace", None) is not None else TraceConfig.from_env()
-    return TraceSession(args.device, config=config, timeout_s=args.timeout, **kw)
+    st = settings(args)
+    config = TraceConfig.from_level(st.trace) if st.trace is not None else TraceConfig.from_env()
+    kw.setdefault("inject", st.inject or None)
+    return TraceSession(st.device, config=config, timeout_s=st.timeout_s, **kw)
+
+
+def open_module(args, **kw):
+    """(module, MLIR text or None, TraceSession) of the command's FILE and device options."""
+    module, mlir_text = read_source(args.file)
+    return module, mlir_text, session(args, **kw)
+
+
+@contextlib.contextmanager
+def solution_usage(args):
+    """A malformed ``--solution`` is a usage error naming it."""
+    from ..codegen import SolutionError
+
+    try:
+        yield
+    except SolutionError as e:
+        raise CLIError(f"bad solution {args.solution!r}: {e}") from None
 
 
 class Progress:

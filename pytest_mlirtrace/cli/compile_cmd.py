@@ -1,7 +1,7 @@
 """``mlirtrace compile FILE [--solution S]``: lower and build one solution, print its span."""
 from __future__ import annotations
 
-from .common import CLIError, add_device_options, read_source, run_guarded, session
+from .common import add_device_options, open_module, run_guarded, solution_usage
 
 
 def add_parser(sub, name):
@@ -15,14 +15,9 @@ def add_parser(sub, name):
 
 
 def _run(args) -> int:
-    from ..codegen import SolutionError
-
-    module, mlir_text = read_source(args.file)
-    s = session(args)
-    try:
+    module, mlir_text, s = open_module(args)
+    with solution_usage(args):
         c = s.pipeline.compile_solution(module, args.solution, mlir_text=mlir_text)
-    except SolutionError as e:
-        raise CLIError(f"bad solution {args.solution!r}: {e}") from None
     sp = c.span
     print(f"module:   {module.symbol_name()}")
     print(f"device:   {sp.device}")

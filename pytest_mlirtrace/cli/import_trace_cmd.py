@@ -1,6 +1,6 @@
 """``mlirtrace import-trace LOG [--out DIR]``: turn a real MIGraphX trace log into reproducers.
 
-The log is split into module dumps, MLIR modules, benchmarking blocks and errors (``trace.parse_log``),
+The log is split into module dumps, MLIR modules, benchmarking blocks and errors (``logs.parse_log``),
 each MLIR module is linked to its module dump and benchmark block, and every runnable MLIR module is
 run on our backend — with the logged solution where it maps onto our perf-config fields, else with
 the best one a quick tune finds — and written out as a reproducer + ticket (``repro.ReproWriter``).
@@ -50,9 +50,8 @@ def _map_solution(pipe, low, raw: str | None):
 
     if not raw:
         return None, "the log names no solution"
-    text = raw.split(":", 1)[1] if ":" in raw else raw
     try:
-        sol = parse_solution(low.problem, text)
+        sol = parse_solution(low.problem, raw)      # any perf-config form (vocab.parse_perf_config)
         codegen.check_applicable(low.problem, sol, pipe.device)
         return sol, f"logged solution {raw} maps onto our {low.problem.kind} fields"
     except (codegen.SolutionError, codegen.NotApplicable) as e:
@@ -80,7 +79,7 @@ def _module_for(parts, link, func_module):
 
 def _run(args) -> int:
     from ..repro import FailureRecord, ReproWriter
-    from ..trace import parse_log
+    from ..logs import parse_log
 
     try:
         with open(args.log, encoding="utf-8", errors="replace") as f:

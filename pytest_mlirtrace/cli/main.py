@@ -21,12 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mlirtrace", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, modname in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"pytest_mlirtrace.cli.{modname}")
-        except ModuleNotFoundError as e:
-            if e.name == f"pytest_mlirtrace.cli.{modname}":
-                continue
-            raise
+        mod = importlib.import_module(f"pytest_mlirtrace.cli.{modname}")
         sp = mod.add_parser(sub, name)
         sp.set_defaults(_run=mod.run)
     return p

@@ -1,7 +1,7 @@
 """``mlirtrace run FILE``: compile with the best known solution, run, check against the oracle."""
 from __future__ import annotations
 
-from .common import CLIError, add_device_options, read_source, run_guarded, session
+from .common import add_device_options, open_module, run_guarded, solution_usage
 
 
 def add_parser(sub, name):
@@ -17,15 +17,10 @@ def add_parser(sub, name):
 
 
 def _run(args) -> int:
-    from ..codegen import SolutionError
-
-    module, mlir_text = read_source(args.file)
-    s = session(args)
-    try:
+    module, mlir_text, s = open_module(args)
+    with solution_usage(args):
         r = s.pipeline.run(module, solution=args.solution, seed=args.seed, mlir_text=mlir_text,
                            repeats=args.repeats)
-    except SolutionError as e:
-        raise CLIError(f"bad solution {args.solution!r}: {e}") from None
     sp = r.compiled.span
     print(f"problem:  {sp.problem_key}")
     print(f"solution: {sp.solution}")

@@ -1,7 +1,7 @@
 """``mlirtrace tune FILE [--quick|--exhaustive]``: benchmark solutions, keep the fastest correct one."""
 from __future__ import annotations
 
-from .common import Progress, add_device_options, read_source, run_guarded, session
+from .common import Progress, add_device_options, open_module, run_guarded
 
 
 def add_parser(sub, name):
@@ -29,8 +29,7 @@ def format_table(rows) -> str:
 
 
 def _run(args) -> int:
-    module, mlir_text = read_source(args.file)
-    s = session(args, repeats=args.repeats)
+    module, mlir_text, s = open_module(args, repeats=args.repeats)
     bar = Progress(0, "tuning")
     res = s.pipeline.tune(module, mode=args.mode, mlir_text=mlir_text, use_database=not args.no_database,
                           progress=bar)

@@ -1,6 +1,6 @@
 """Layer ``codegen``: lower a fused module to ONE OpenCL C kernel for ONE solution (perf config).
 
-It imports only :mod:`pytest_mlirtrace.ir` (and numpy).  What it lowers:
+It imports only :mod:`pytest_mlirtrace.ir` and :mod:`pytest_mlirtrace.vocab` (and numpy).  What it lowers:
 
 * gemm: one ``dot`` / ``quant_dot`` (i8 x i8 -> i32) whose operands come from parameters through
   views (transpose, reshape, (multi)broadcast, slice, contiguous, squeeze/unsqueeze) and optional

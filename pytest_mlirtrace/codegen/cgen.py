@@ -375,7 +375,6 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
         return h.call(op, [a], w, cin) if is_f else a
     if op in FLOAT_OPS_ONLY:
         x = a if is_f else f"(float)({a})"
-        fz = zero if is_f else "0.0f"
         f1 = one if is_f else "1.0f"
         fw = w if is_f else 1
 
@@ -384,7 +383,6 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
         body = {"exp": fn("exp", x), "log": fn("log", x), "tanh": fn("tanh", x),
                 "sigmoid": f"({f1} / ({f1} + {fn('exp', f'-{x}')}))", "sqrt": fn("sqrt", x),
                 "rsqrt": fn("rsqrt", x), "erf": fn("erf", x), "recip": f"({f1} / {x})"}[op]
-        del fz
         return body if is_f else f"convert_long_sat_rte({body})"
     raise NotSupported(f"pointwise op {op!r} has no OpenCL lowering")
 

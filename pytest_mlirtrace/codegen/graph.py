@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir import Instruction, Module, POINTWISE_OPS, VIEW_OPS
-from ..ir.dtypes import DType, dtype as _dtype
+from ..ir.dtypes import DType
 from . import expr as E
 from .errors import NotSupported
 
@@ -271,6 +271,3 @@ def same_index(a: list[E.Lin], b: list[E.Lin]) -> bool:
 def elements(lens) -> int:
     return int(prod(lens)) if lens else 1
 
-
-def check_dtype(dt: str | DType) -> DType:
-    return _dtype(dt)

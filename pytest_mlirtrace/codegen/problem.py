@@ -3,7 +3,7 @@
 ``analyse(module)`` classifies the module (gemm / pointwise / reduce / softmax),
 builds the element DAGs with every view folded into index expressions and
 returns an :class:`Analysis`; ``problem_of(module)`` returns its :class:`Problem`
-(what the tuning layer keys on, rocMLIR style).
+(what the tuning layer keys on; its key text is written by :mod:`pytest_mlirtrace.vocab.problem_key`).
 """
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from math import prod
 
 from ..ir import GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
 from ..ir.dtypes import DType
+from ..vocab.problem_key import format_problem_key
 from . import expr as E
 from .errors import LoweringError, NotSupported
-from .graph import Builder, Dag, Node, delinearize, forward_map, index_vars, linearize, same_index
+from .graph import Builder, Dag, Node, delinearize, forward_map, linearize, same_index
 
 KINDS = ("gemm", "pointwise", "reduce", "softmax")
 
@@ -35,17 +36,17 @@ class Problem:
     reduce_len: int = 0       # reduce/softmax: elements per reduction; pointwise: row length
     op: str = ""              # gemm: dot | quant_dot; reduce: reduce_sum, ...; softmax: softmax
 
-    def key(self) -> str:
-        """rocMLIR-style problem key (without the device prefix)."""
-        b = lambda x: "true" if x else "false"  # noqa: E731
+    def key_fields(self) -> dict:
+        """The fields of this problem's key (``vocab.problem_key.KEY_FIELDS[kind]``), by name."""
         if self.kind == "gemm":
-            return (f"-t {self.dtype} -out_datatype {self.out_dtype} -transA {b(self.transA)} "
-                    f"-transB {b(self.transB)} -g {self.g} -m {self.m} -n {self.n} -k {self.k}")
-        if self.kind == "pointwise":
-            return (f"-kind pointwise -t {self.dtype} -out_datatype {self.out_dtype} "
-                    f"-rows {self.outer} -cols {self.reduce_len}")
-        return (f"-kind {self.kind} -op {self.op} -t {self.dtype} -out_datatype {self.out_dtype} "
-                f"-outer {self.outer} -reduce {self.reduce_len}")
+            return {"t": self.dtype, "out_datatype": self.out_dtype, "transA": self.transA, "transB": self.transB,
+                    "g": self.g, "m": self.m, "n": self.n, "k": self.k}
+        return {"op": self.kind, "t": self.dtype, "out_datatype": self.out_dtype, "elements": self.elements,
+                "reduce_len": self.reduce_len, "outer": self.outer, "g": self.g}
+
+    def key(self) -> str:
+        """rocMLIR-style problem key (without the device prefix), written by ``vocab.format_problem_key``."""
+        return format_problem_key(self.kind, self.key_fields())
 
     def __str__(self) -> str:
         return self.key()

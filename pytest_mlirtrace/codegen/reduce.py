@@ -111,7 +111,6 @@ def lower_reduce(ctx: Ctx, sol, faults):
         def ex(x, w):
             return h.call("exp", [f"{x} - mx"], w, "float")
         reduce_pass("sm", "sum", ex)
-        acc_dt = an.acc_dtype
 
         def anchor_value(x, w):
             return f"({ex(x, w)} / sm)"

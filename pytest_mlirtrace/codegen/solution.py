@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..vocab.perf_config import parse_perf_config
 from .errors import NotApplicable, SolutionError
 from .problem import Problem
 
@@ -113,11 +114,15 @@ class Solution:
 
     @staticmethod
     def parse(kind: str, text: str) -> "Solution":
-        """Parse a perf-config string; :class:`SolutionError` names the bad field and what was expected."""
+        """Parse a perf-config string; :class:`SolutionError` names the bad field and what was expected.
+
+        The text is split by ``vocab.parse_perf_config``: the legacy comma form mlirtrace writes, or a
+        rocMLIR ``vN:`` form (the prefix is read there; the fields must still be this kind's).
+        """
         if kind not in FIELDS:
             raise SolutionError(f"unknown solution kind {kind!r}; expected one of {', '.join(FIELDS)}")
         names = FIELDS[kind]
-        parts = [p.strip() for p in str(text).strip().split(",")]
+        parts = parse_perf_config(text).fields
         if len(parts) != len(names):
             raise SolutionError(f"{kind} solution {text!r} has {len(parts)} field(s), expected {len(names)}: "
                                 f"{','.join(names)}")

@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hseed
 
 from .. import codegen, ir, mlir, repro, runtime, tuning
+from ..config import inject_now
 from ..strategies import SUPPORTED_KINDS, fused_cases
 from .examples import keyed_database
 from .options import FuzzOptions
@@ -68,7 +69,7 @@ class Fuzzer:
         self._deadline = 0.0
         self._cut = False
         self._lock = threading.Lock()
-        self.inject = options.inject if options.inject is not None else (os.environ.get("MLIRTRACE_INJECT") or None)
+        self.inject = (options.inject if options.inject is not None else inject_now()) or None
         if self.inject:
             codegen.parse_inject(self.inject)     # unknown names: FaultError now, not per case
         unsupported = [k for k in options.kinds if k not in SUPPORTED_KINDS]
@@ -114,10 +115,10 @@ class Fuzzer:
                 if left <= 0:
                     break
                 # never wait for a hang much past the budget
-                lane.pipeline.timeout_s = min(self.o.timeout_s, max(2.0, left + 1.0))
+                opts = tuning.RunOptions(timeout_s=min(self.o.timeout_s, max(2.0, left + 1.0)))
                 t0 = time.monotonic()
-                r = lane.pipeline.run(module, solution=sol, seed=sd, mlir_text=mlir_text)
-                r.timeout_s = lane.pipeline.timeout_s
+                r = lane.pipeline.configured(opts).run(module, solution=sol, seed=sd, mlir_text=mlir_text)
+                r.timeout_s = opts.timeout_s
                 if r.status == "hang" and r.timeout_s < self.o.timeout_s:
                     self._cut = True     # the budget, not the kernel, ran out: this decides nothing
                     break

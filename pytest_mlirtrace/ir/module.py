@@ -9,37 +9,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from .dtypes import DType, dtype as _dtype
+from .instruction import Instruction, IRError
+from .ops import RULES, infer_shape
 from .shape import Shape
-
-
-class IRError(ValueError):
-    """A module, instruction or attribute that breaks the rules; the message names the instruction."""
-
-
-@dataclass
-class Instruction:
-    name: str
-    op: str
-    inputs: list[str] = field(default_factory=list)
-    attrs: dict[str, Any] = field(default_factory=dict)
-    shape: Shape | None = None
-    # @param's parameter name, @literal's values (a numpy array of the output's lens)
-    param: str | None = None
-    literal: np.ndarray | None = None
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Instruction):
-            return NotImplemented
-        same_lit = (self.literal is None and other.literal is None) or (
-            self.literal is not None and other.literal is not None
-            and self.literal.shape == other.literal.shape and np.array_equal(self.literal, other.literal))
-        return (self.name, self.op, self.inputs, self.attrs, self.shape, self.param) == (
-            other.name, other.op, other.inputs, other.attrs, other.shape, other.param) and same_lit
 
 
 VIEW_OPS = frozenset({"multibroadcast", "broadcast", "transpose", "reshape", "contiguous", "slice",
@@ -116,8 +92,6 @@ class Module:
         return name
 
     def add(self, op: str, *inputs: str, name: str | None = None, **attrs) -> str:
-        from .ops import infer_shape  # ops imports module for IRError
-
         name = name or self._fresh()
         if name in self:
             raise IRError(f"{name}: a second instruction with this name")
@@ -161,8 +135,6 @@ class Module:
 
     def verify_instruction(self, ins: Instruction) -> None:
         """Check one instruction against its op's shape rule (ops without a rule keep their printed shape)."""
-        from .ops import RULES, infer_shape
-
         if ins.op.startswith("@") or ins.op not in RULES:
             return
         want = infer_shape(ins, [self.get(i).shape for i in ins.inputs])
@@ -173,11 +145,9 @@ class Module:
                           f"expected {want}")
 
     def unsupported_ops(self) -> list[str]:
-        from .ops import RULES
-
         return sorted({i.op for i in self.instructions if not i.op.startswith("@") and i.op not in RULES})
 
     def __str__(self) -> str:
-        from .text import print_module
+        from .text import print_module   # the printer builds on Module: imported when first shown
 
         return print_module(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .dtypes import BY_NAME, BY_TYPE_ID, DType, dtype as _dtype
-from .module import IRError, Instruction
+from .instruction import Instruction, IRError
 from .shape import Shape, standard_strides
 
 UNARY_OPS = ("relu", "neg", "exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "abs",

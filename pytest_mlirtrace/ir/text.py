@@ -115,19 +115,7 @@ def _parse_value(tok: str):
         inner = tok[1:-1].strip()
         if not inner:
             return []
-        parts, depth, cur = [], 0, ""
-        for c in inner:
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            if c == "," and depth == 0:
-                parts.append(cur)
-                cur = ""
-            else:
-                cur += c
-        parts.append(cur)
-        return [_parse_value(p) for p in parts]
+        return [_parse_value(p) for p in _split_top(inner)]
     if re.fullmatch(r"-?\d+", tok):
         return int(tok)
     if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-?inf|nan", tok):

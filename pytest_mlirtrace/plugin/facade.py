@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 
 import pytest
 
 from ..repro import FailureRecord, signature
 from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
+from ..config import SettingError, inject_now
 from ..runtime import DeviceError
 from ..trace import TraceLog
+from ..tuning import RunOptions
 from ..tuning.events import CompileFailed
-from .plugin import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
+from .keys import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
 
 
 class Mlirtrace:
@@ -38,6 +39,7 @@ class Mlirtrace:
         self._raised: dict[int, tuple[BaseException, list[FailureRecord]]] = {}
         self._written: list[FailureRecord] = []      # records already written (identity)
         self._session = None
+        self._opts = RunOptions()                    # the options of the last call
 
     # ---- plumbing ----------------------------------------------------------
     @property
@@ -52,7 +54,6 @@ class Mlirtrace:
                 pytest.fail(f"mlirtrace: no usable OpenCL device ({self._state.device or 'default'}): "
                             f"{type(e).__name__}: {e}", pytrace=False)
             s.log.clear()                 # the session's own log would only grow
-            s.pipeline.listeners.append(self.log)
             self._session = s
         return self._session
 
@@ -61,29 +62,27 @@ class Mlirtrace:
         return self.session.device
 
     def close(self) -> None:
-        if self._session is not None:
-            with contextlib.suppress(ValueError):
-                self._session.pipeline.listeners.remove(self.log)
+        """Nothing to undo: every call passed its options as a value, the shared session is unchanged."""
 
     @contextlib.contextmanager
     def _call(self, timeout_s=None):
-        """Per call: ``MLIRTRACE_INJECT`` as the environment has it now (the session outlives the test
-        that set it), and the hang timeout of this call."""
-        p = self.session.pipeline
-        old = p.timeout_s
-        p.inject = os.environ.get("MLIRTRACE_INJECT") or None
-        if timeout_s is not None:
-            p.timeout_s = float(timeout_s)
+        """The options of one call, as a value: ``MLIRTRACE_INJECT`` as the environment has it now (the
+        session outlives the test that set it), this call's hang timeout, this test's log as a listener."""
         try:
-            yield
+            inject = inject_now()
+        except SettingError as e:
+            pytest.fail(f"mlirtrace: {e}", pytrace=False)
+        p = self.session.pipeline
+        self._opts = RunOptions(timeout_s=float(timeout_s) if timeout_s is not None else p.timeout_s,
+                                inject=inject, listeners=(self.log,))
+        try:
+            yield self._opts
         except DeviceError as e:
             _stop_for_environment(e)
-        finally:
-            p.timeout_s = old
 
     def _rec_kw(self) -> dict:
-        p = self.session.pipeline
-        return {"inject": p.inject or "", "timeout_s": p.timeout_s, "device_info": p.device}
+        o = self._opts
+        return {"inject": o.inject or "", "timeout_s": o.timeout_s, "device_info": self.session.pipeline.device}
 
     def _note(self, span, seed: int) -> None:
         if span is not None:
@@ -125,8 +124,8 @@ class Mlirtrace:
         ``ir.random_inputs(module, seed)``, check against the oracle; fail the test on wrong numbers,
         crash, hang, build error, launch error, or a median time above ``max_ms``."""
         reps = repeats or (5 if max_ms is not None else 1)
-        with self._call(timeout_s):
-            res = self.session.run(source, solution=solution, seed=seed, repeats=reps)
+        with self._call(timeout_s) as opts:
+            res = self.session.run(source, solution=solution, seed=seed, repeats=reps, options=opts)
             kw = self._rec_kw()
         self._note(res.compiled.span, seed)
         slow = res.ok and max_ms is not None and res.time_ms is not None and res.time_ms > max_ms
@@ -145,8 +144,8 @@ class Mlirtrace:
         hangs, fails to build or computes wrong numbers, or none works."""
         start = len(self.log.events)
         self._tuned = True
-        with self._call(timeout_s):
-            tr = self.session.tune(source, mode=mode, use_database=use_database, solutions=solutions)
+        with self._call(timeout_s) as opts:
+            tr = self.session.tune(source, mode=mode, use_database=use_database, solutions=solutions, options=opts)
             recs = self._records_from_events(start, {c.span.hash: c.spec for c in tr.failures},
                                              self.session.pipeline.seed)
         self._note((tr.best.span if tr.best is not None else (tr.failures[0].span if tr.failures else None)),
@@ -161,8 +160,8 @@ class Mlirtrace:
     def compile(self, source, solution=None, *, check: bool = True):
         """Lower and build one solution (the default one when none is given); fail the test if it does not build."""
         start = len(self.log.events)
-        with self._call():
-            c = self.session.compile(source, solution)
+        with self._call() as opts:
+            c = self.session.compile(source, solution, options=opts)
             recs = [] if c.ok else self._records_from_events(start, {c.span.hash: c.spec}, self.session.pipeline.seed)
         self._note(c.span, self.session.pipeline.seed)
         if not c.ok:

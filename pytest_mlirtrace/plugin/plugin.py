@@ -22,18 +22,15 @@ failures are written instead. Expected failures (xfail) write nothing.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 
-STATE_KEY = pytest.StashKey["MlirtraceState"]()
-FACADE_KEY = pytest.StashKey["Mlirtrace"]()
-PROP_REPRO = "mlirtrace_repro"          # JSON of the WrittenRepro (what the terminal summary reads)
-PROP_SIGNATURE = "mlirtrace_signature"
-PROP_SCRIPT = "mlirtrace_reproducer"
-PROP_TICKET = "mlirtrace_ticket"
-SECTION = "mlirtrace: "
+from ..config import SettingError, resolve
+from .keys import FACADE_KEY, PROP_REPRO, SECTION, STATE_KEY
+
 
 
 # ------------------------------------------------------------------------------- options ---
@@ -60,6 +57,13 @@ def pytest_addoption(parser):
     parser.addini("mlir_repro", "write mlirtrace reproducers for failing tests", type="bool", default=True)
 
 
+def _ini_text(v):
+    """An ini value as text (pytest may hand over a list for a key given twice)."""
+    if v is None:
+        return None
+    return " ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+
 def _is_level(v: str) -> bool:
     return v.strip().lower() in ("", "on", "off", "true", "false", "yes", "no") or v.strip().isdigit()
 
@@ -83,24 +87,33 @@ class MlirtraceState:
     def __init__(self, config):
         self.config = config
         opt = config.option
-        level = opt.mlir_trace if opt.mlir_trace is not None else (config.getini("mlir_trace") or None)
-        if level is not None and not _is_level(str(level)):
-            raise pytest.UsageError(f"--mlir-trace: LEVEL must be 0-3, got {level!r}")
-        self.level = level
-        if opt.mlir_repro_dir:
-            self.repro_dir = Path(config.invocation_params.dir, opt.mlir_repro_dir)
-        elif config.getini("mlir_repro_dir"):
+        inicfg = getattr(config, "inicfg", {}) or {}
+        ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
+                    "timeout_s": "mlir_timeout", "repro": "mlir_repro"}
+        try:
+            st = resolve({"trace": opt.mlir_trace, "repro_dir": opt.mlir_repro_dir, "device": opt.mlir_device,
+                          "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None},
+                         option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
+                                       "device": "--mlir-device", "timeout_s": "--mlir-timeout"},
+                         env=os.environ, ini={k: _ini_text(inicfg.get(v)) for k, v in ini_keys.items()},
+                         ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
+        except SettingError as e:
+            raise pytest.UsageError(str(e)) from None
+        self.settings = st
+        self.level = st.trace
+        src = st.source("repro_dir")
+        if src.endswith("(command line)"):
+            self.repro_dir = Path(config.invocation_params.dir, st.repro_dir)
+        elif "(ini file" in src:
             base = config.inipath.parent if config.inipath else config.rootpath
-            self.repro_dir = Path(base, config.getini("mlir_repro_dir"))
+            self.repro_dir = Path(base, st.repro_dir)
+        elif st.repro_dir:
+            self.repro_dir = Path(st.repro_dir)
         else:
             self.repro_dir = Path(config.rootpath, "reproducers")
-        self.device = opt.mlir_device or config.getini("mlir_device") or None
-        t = opt.mlir_timeout if opt.mlir_timeout is not None else (config.getini("mlir_timeout") or None)
-        try:
-            self.timeout_s = float(t) if t is not None else 30.0
-        except ValueError:
-            raise pytest.UsageError(f"mlir_timeout: a number of seconds, got {t!r}") from None
-        self.repro = not opt.mlir_no_repro and bool(config.getini("mlir_repro"))
+        self.device = st.device
+        self.timeout_s = st.timeout_s
+        self.repro = st.repro
         self.started = time.time()
         self._session = None
         self._session_error: Exception | None = None

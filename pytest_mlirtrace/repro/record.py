@@ -1,14 +1,13 @@
 """One failure, with everything a reproducer and a ticket need."""
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
 from ..tuning.span import Span
+from ..vocab.status import FINDING_KINDS
 
-KINDS = ("build_error", "crash", "hang", "wrong", "slow", "assertion", "launch_error", "lowering_error",
-         "imported")   # imported: a module from a trace log (import-trace), recorded whether it fails here or not
+KINDS = tuple(s.value for s in FINDING_KINDS)   # the words: vocab.status
 STAGES = ("build", "benchmark", "run", "test")
 # pipeline stage words -> record stage words
 _STAGE = {"lower": "build", "build": "build", "benchmark": "benchmark", "run": "run", "test": "test"}
@@ -43,7 +42,7 @@ class FailureRecord:
     time_ms: float | None = None
     max_ms: float | None = None
     # recorded as data only (the reproducer never forces it on): the faults injected when it failed;
-    # None: what the kernel says (spec.faults, its header), else MLIRTRACE_INJECT
+    # None: what the kernel says (spec.faults, its header), else none (a record never reads the environment)
     inject: str | None = None
     timeout_s: float | None = None     # the hang timeout in force when it failed
     # not written anywhere; they let the writer skip re-lowering (standalone data) when present
@@ -53,7 +52,7 @@ class FailureRecord:
     def __post_init__(self) -> None:
         if self.inject is None:
             found = recorded_faults(self.span, self.spec)
-            self.inject = found if found is not None else (os.environ.get("MLIRTRACE_INJECT", "") or "")
+            self.inject = found or ""
         if self.kind not in KINDS:
             raise ValueError(f"unknown failure kind {self.kind!r}; known: {', '.join(KINDS)}")
         self.stage = _STAGE.get(self.stage, self.stage)

@@ -1,6 +1,6 @@
 """OpenCL runtime layer: devices, kernel jobs, isolated worker processes.
 
-Imports nothing from the rest of ``pytest_mlirtrace``.  Nothing here imports
+Imports only ``vocab`` and ``fs`` from the rest of ``pytest_mlirtrace``.  Nothing here imports
 pyopencl in the calling process: all OpenCL work happens in worker processes
 (see :mod:`.pool`), so a driver crash, a segfaulting kernel or an endless loop
 becomes a :class:`JobResult` instead of a dead test run.

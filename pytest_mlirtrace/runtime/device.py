@@ -197,15 +197,21 @@ _cache: list[DeviceInfo] | None = None
 WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 
 
-def _remember(devs: list[DeviceInfo]) -> None:
+def remember_devices(devs: list[DeviceInfo]) -> None:
+    """What a worker reported: the devices of this process from now on (no second enumeration)."""
     global _cache
     with _lock:
         _cache = list(devs)
 
 
+def known_devices() -> list[DeviceInfo] | None:
+    """The devices this process has seen enumerated, or None before the first enumeration."""
+    with _lock:
+        return None if _cache is None else list(_cache)
+
+
 def list_devices(refresh: bool = False, timeout_s: float = 120.0) -> list[DeviceInfo]:
     """All OpenCL devices, enumerated in a subprocess (cached per process)."""
-    global _cache
     with _lock:
         if _cache is not None and not refresh:
             return list(_cache)
@@ -229,7 +235,7 @@ def list_devices(refresh: bool = False, timeout_s: float = 120.0) -> list[Device
     if payload.get("error"):
         raise DeviceError(f"device enumeration failed: {payload['error']}")
     devs = [DeviceInfo.from_dict(d) for d in payload["devices"]]
-    _remember(devs)
+    remember_devices(devs)
     return list(devs)
 
 

@@ -10,12 +10,14 @@ from typing import Any, Union
 
 import numpy as np
 
+from ..vocab.status import JOB_STATUSES
+
 __all__ = [
     "InBuf", "OutBuf", "Scalar", "LocalMem", "KernelArg",
     "KernelJob", "JobResult", "program_key", "STATUSES",
 ]
 
-STATUSES = ("ok", "build_error", "crash", "hang", "launch_error")
+STATUSES = tuple(s.value for s in JOB_STATUSES)   # the words: vocab.status
 
 
 @dataclass
@@ -111,10 +113,6 @@ class KernelJob:
     def key(self) -> str:
         """Program cache key (source + build options; not the launch)."""
         return program_key(self.source, self.build_options)
-
-    @property
-    def out_bufs(self) -> list[OutBuf]:
-        return [a for a in self.args if isinstance(a, OutBuf)]
 
     def describe(self) -> str:
         s = f"kernel '{self.kernel_name}'"

@@ -31,7 +31,7 @@ import time
 
 __all__ = ["Shard", "claim_shard", "cache_root", "ENV_ROOT"]
 
-ENV_ROOT = "MLIRTRACE_KCACHE_ROOT"    # set by the pool for its workers
+ENV_ROOT = "MLIRTRACE_KCACHE_ROOT"    # a kernel cache directory of its own (tests: one no other process uses)
 MAX_SHARDS = 64
 JOURNAL = "INFLIGHT"
 _WINDOWS_PER_KEY = 8

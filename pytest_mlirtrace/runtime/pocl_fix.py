@@ -17,7 +17,9 @@ The patch is only applied when the original library really reports
 ``MLIRTRACE_NO_POCL_FIX=1``.
 
 This module must stay importable on its own (the worker processes load it
-by file path), so it imports only the standard library.
+by file path): it imports the standard library, third-party libraries
+(pyelftools, on first use) and ``pytest_mlirtrace/fs.py``, loaded by path
+when this module is (see :func:`_load_fs`).
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ from __future__ import annotations
 import ctypes.util
 import glob
 import hashlib
+import importlib
 import importlib.util
+import io
 import json
 import os
 import re
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 
@@ -70,7 +73,6 @@ ENV_OPT_OUT = "MLIRTRACE_NO_POCL_FIX"
 # the CPU PoCL's LLVM builds kernels for, whatever the host is (e.g. ``znver3`` or ``x86-64-v3``:
 # a target without AVX-512 on any x86-64 machine that has AVX2); any name LLVM 14 knows
 ENV_TARGET_CPU = "MLIRTRACE_POCL_CPU"
-ENV_CACHE = "MLIRTRACE_CACHE_DIR"
 # original values, remembered so that child processes merge the *user's*
 # ICDs and not ours a second time
 ENV_ORIG_VENDORS = "MLIRTRACE_ORIG_OCL_ICD_VENDORS"
@@ -92,28 +94,27 @@ class PatchError(Exception):
 # ---------------------------------------------------------------- ELF -----
 
 class ElfImage:
-    """Just enough of a little-endian ELF64 reader for our purpose."""
+    """The loaded segments and exported symbols of a little-endian ELF64 image (read by pyelftools)."""
 
     def __init__(self, data: bytes):
-        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-            raise PatchError("not a little-endian ELF64 file")
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+        try:
+            self._elf = ELFFile(io.BytesIO(data))
+            if self._elf.elfclass != 64 or not self._elf.little_endian:
+                raise PatchError("not a little-endian ELF64 file")
+            # (offset, vaddr, filesz, flags) of each PT_LOAD segment
+            self.loads = [(seg["p_offset"], seg["p_vaddr"], seg["p_filesz"], seg["p_flags"])
+                          for seg in self._elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+        except (ELFError, struct.error, ValueError) as e:
+            raise PatchError(f"not a readable ELF file: {e}") from None
         self.data = data
-        (self.e_phoff, self.e_shoff) = struct.unpack_from("<QQ", data, 0x20)
-        (self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
-         self.e_shstrndx) = struct.unpack_from("<HHHHH", data, 0x36)
-        self.loads = []  # (offset, vaddr, filesz, flags)
-        for i in range(self.e_phnum):
-            o = self.e_phoff + i * self.e_phentsize
-            p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz = struct.unpack_from(
-                "<IIQQQQ", data, o)
-            if p_type == 1:  # PT_LOAD
-                self.loads.append((p_offset, p_vaddr, p_filesz, p_flags))
 
     def vaddr_to_offset(self, vaddr: int) -> int:
-        for off, va, sz, _fl in self.loads:
-            if va <= vaddr < va + sz:
-                return vaddr - va + off
-        raise PatchError(f"address {vaddr:#x} not in a loaded segment")
+        off = next(self._elf.address_offsets(vaddr), None)
+        if off is None:
+            raise PatchError(f"address {vaddr:#x} not in a loaded segment")
+        return off
 
     def offset_to_vaddr(self, offset: int) -> int:
         for off, va, sz, _fl in self.loads:
@@ -122,33 +123,18 @@ class ElfImage:
         raise PatchError(f"file offset {offset:#x} not in a loaded segment")
 
     def is_exec_offset(self, offset: int) -> bool:
-        return any(off <= offset < off + sz and fl & 1 for off, _va, sz, fl in self.loads)
-
-    def _sections(self):
-        d = self.data
-        for i in range(self.e_shnum):
-            o = self.e_shoff + i * self.e_shentsize
-            (sh_name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, _info,
-             _align, sh_entsize) = struct.unpack_from("<IIQQQQIIQQ", d, o)
-            yield sh_type, sh_offset, sh_size, sh_link, sh_entsize
+        from elftools.elf.constants import P_FLAGS
+        return any(off <= offset < off + sz and fl & P_FLAGS.PF_X for off, _va, sz, fl in self.loads)
 
     def dynamic_symbol(self, name: bytes) -> int | None:
-        """Virtual address of an exported symbol, or None."""
-        if not self.e_shoff or not self.e_shnum:
-            return None
-        secs = list(self._sections())
-        for sh_type, off, size, link, entsize in secs:
-            if sh_type != 11 or not entsize:  # SHT_DYNSYM
+        """Virtual address of an exported (defined) symbol in .dynsym, or None."""
+        from elftools.elf.sections import SymbolTableSection
+        for sec in self._elf.iter_sections():
+            if not isinstance(sec, SymbolTableSection) or sec["sh_type"] != "SHT_DYNSYM":
                 continue
-            str_off = secs[link][1]
-            for j in range(size // entsize):
-                st_name, _info, _other, shndx, value, _sz = struct.unpack_from(
-                    "<IBBHQQ", self.data, off + j * entsize)
-                if shndx == 0 or not value:
-                    continue
-                start = str_off + st_name
-                if self.data[start:start + len(name) + 1] == name + b"\x00":
-                    return value
+            for sym in sec.get_symbol_by_name(name.decode()) or ():
+                if sym["st_shndx"] != "SHN_UNDEF" and sym["st_value"]:
+                    return sym["st_value"]
         return None
 
 
@@ -269,18 +255,24 @@ def choose_cpu_name(flags: set[str]) -> str:
 
 # --------------------------------------------------------------- paths ----
 
-def cache_dir() -> str:
-    d = os.environ.get(ENV_CACHE) or os.path.join(os.path.expanduser("~"), ".cache",
-                                                  "mlirtrace")
-    try:
-        os.makedirs(d, exist_ok=True)
-        if os.access(d, os.W_OK):
-            return d
-    except OSError:
-        pass
-    d = os.path.join(tempfile.gettempdir(), f"mlirtrace-{os.getuid()}")
-    os.makedirs(d, exist_ok=True)
-    return d
+def _load_fs():
+    """``pytest_mlirtrace/fs.py``: imported from the package when this module is, else (a worker
+    process, which loads this file by path) loaded by file path, without the rest of the package."""
+    if __package__:
+        return importlib.import_module(__package__.rpartition(".")[0] + ".fs")
+    name = "_mlirtrace_fs"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fs.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+_fs = _load_fs()
+cache_dir = _fs.cache_dir      # mlirtrace's cache directory ($MLIRTRACE_CACHE_DIR overrides)
+ENV_CACHE = _fs.ENV_CACHE_DIR
 
 
 def _package_dir(name: str) -> str | None:
@@ -310,23 +302,6 @@ def _lib_key(lib: str) -> str:
 
 
 # ----------------------------------------------------- atomic file ops ----
-
-def _atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
 
 def _atomic_symlink(target: str, path: str) -> None:
     if os.path.islink(path) and os.readlink(path) == target:
@@ -397,8 +372,9 @@ def _read_icd_dir(path: str) -> dict[str, str]:
     for part in path.split(os.pathsep):
         if not part:
             continue
-        if os.path.isdir(part):
-            for f in sorted(glob.glob(os.path.join(part, "*.icd"))):
+        if os.path.isdir(part) or (part.endswith(".icd") and os.path.isfile(part)):
+            files = sorted(glob.glob(os.path.join(part, "*.icd"))) if os.path.isdir(part) else [part]
+            for f in files:
                 try:
                     with open(f, encoding="utf-8", errors="replace") as fh:
                         content = fh.read().strip()
@@ -406,14 +382,6 @@ def _read_icd_dir(path: str) -> dict[str, str]:
                     continue
                 if content:
                     out.setdefault(os.path.basename(f), content)
-        elif part.endswith(".icd") and os.path.isfile(part):
-            try:
-                with open(part, encoding="utf-8", errors="replace") as fh:
-                    content = fh.read().strip()
-            except OSError:
-                continue
-            if content:
-                out.setdefault(os.path.basename(part), content)
         elif ".so" in os.path.basename(part) or ".dylib" in part:  # a library
             base = os.path.basename(part)
             out.setdefault(f"user-{hashlib.sha256(part.encode()).hexdigest()[:8]}-{base}.icd",
@@ -448,12 +416,12 @@ def _prepare_patched(lib: str, key: str, cpu_name: str) -> str:
         with open(lib, "rb") as f:
             data = f.read()
         new = patch_libpocl_bytes(data, cpu_name)
-        _atomic_write(patched, new, 0o755)
+        _fs.atomic_write(patched, new, 0o755)
         _atomic_symlink(pocl_dist, os.path.join(root, "pocl_binary_distribution"))
         got = query_llvm_cpu_name(patched)
         if got != cpu_name:
             raise PatchError(f"patched library reports {got!r}, expected {cpu_name!r}")
-        _atomic_write(marker, json.dumps({"size": len(new), "cpu": cpu_name,
+        _fs.atomic_write(marker, json.dumps({"size": len(new), "cpu": cpu_name,
                                           "source": lib}).encode())
     else:
         _atomic_symlink(pocl_dist, os.path.join(root, "pocl_binary_distribution"))
@@ -471,7 +439,7 @@ def _decide(lib: str) -> tuple[bool, str, str]:
     if reported is None:
         return False, "?", key        # don't cache failures
     needed = reported == "generic"
-    _atomic_write(path, json.dumps({"needed": needed, "reported": reported,
+    _fs.atomic_write(path, json.dumps({"needed": needed, "reported": reported,
                                     "lib": lib}).encode())
     return needed, reported, key
 
@@ -598,7 +566,7 @@ def _compute_state() -> dict:
                     continue
         except OSError:
             pass
-        _atomic_write(p, (content + "\n").encode())
+        _fs.atomic_write(p, (content + "\n").encode())
     st["vendors"] = vdir
     st["icds"] = final
     os.environ.setdefault(ENV_ORIG_VENDORS, user_vendors)

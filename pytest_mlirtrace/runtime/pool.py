@@ -20,7 +20,6 @@ import atexit
 import contextlib
 import itertools
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -28,17 +27,16 @@ import threading
 import time
 import weakref
 from collections import deque
+from multiprocessing.connection import Connection
 
+from .. import fs
 from . import pocl_fix
-from .device import (DeviceError, DeviceInfo, EnvironmentFailure, default_device_spec, match_spec,
-                     _remember as _remember_devices)
-from . import device as _device_mod
+from .device import (WORKER_SCRIPT, DeviceError, DeviceInfo, EnvironmentFailure, default_device_spec,
+                     known_devices, match_spec, remember_devices)
 from .job import JobResult, KernelJob
-from .worker import FrameBuffer, encode_frame
 
 __all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT"]
 
-WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 STDERR_TAIL_BYTES = 64 * 1024
 ENV_NO_BENCH_FILE_LOCK = "MLIRTRACE_NO_BENCH_LOCK"
 
@@ -66,14 +64,24 @@ class _WorkerProc:
     def __init__(self, spec: str, env: dict):
         self.serial = next(self._serials)
         self.spec = spec
-        self.proc = subprocess.Popen(
-            [sys.executable, WORKER_SCRIPT, "--serve", spec],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            bufsize=0, env=env, close_fds=True)
+        # requests go down the worker's stdin, replies come back on its stdout: one Connection each
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, WORKER_SCRIPT, "--serve", spec],
+                stdin=req_r, stdout=rep_w, stderr=subprocess.PIPE,
+                bufsize=0, env=env, close_fds=True)
+        except BaseException:
+            for fd in (req_w, rep_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
         self.pid = self.proc.pid
-        self.in_fd = self.proc.stdin.fileno()
-        self.out_fd = self.proc.stdout.fileno()
-        self.frames = FrameBuffer()
+        self.tx = Connection(req_w, readable=False)
+        self.rx = Connection(rep_r, writable=False)
         self._tail = bytearray()
         self._tail_lock = threading.Lock()
         self._err = threading.Thread(target=self._drain_stderr, daemon=True,
@@ -113,39 +121,20 @@ class _WorkerProc:
         return self.proc.poll() is None
 
     def send(self, obj) -> None:
-        data = memoryview(encode_frame(obj))
         try:
-            while data:
-                n = os.write(self.in_fd, data)
-                data = data[n:]
-        except (BrokenPipeError, OSError) as e:
+            self.tx.send(obj)
+        except (OSError, ValueError) as e:   # broken pipe: the worker is gone; closed here
             raise _Dead(str(e)) from e
 
     def recv(self, deadline: float | None):
-        while True:
-            try:
-                return self.frames.pop()
-            except LookupError:
-                pass
-            if deadline is None:
-                wait = None
-            else:
-                wait = deadline - time.monotonic()
-                if wait <= 0:
-                    raise _Timeout
-            try:
-                r, _, _ = select.select([self.out_fd], [], [], wait)
-            except InterruptedError:  # pragma: no cover - PEP 475 retries
-                continue
-            if not r:
-                continue
-            try:
-                chunk = os.read(self.out_fd, 1 << 20)
-            except OSError as e:
-                raise _Dead(str(e)) from e
-            if not chunk:
-                raise _Dead("EOF")
-            self.frames.feed(chunk)
+        """The next message; _Timeout when none has started to arrive by *deadline* (hung),
+        _Dead at end of file (the worker died)."""
+        try:
+            if deadline is not None and not self.rx.poll(max(0.0, deadline - time.monotonic())):
+                raise _Timeout
+            return self.rx.recv()
+        except (EOFError, OSError, ValueError) as e:
+            raise _Dead(str(e) or "EOF") from e
 
     def wait_ready(self, timeout: float) -> dict:
         """The worker's ready message; raises _Dead/_Timeout, or returns a fatal."""
@@ -186,7 +175,7 @@ class _WorkerProc:
         if self.proc.poll() is None:
             try:
                 self.send({"op": "exit"})
-                self.proc.stdin.close()
+                self.tx.close()
             except (_Dead, OSError):
                 pass
             try:
@@ -196,10 +185,9 @@ class _WorkerProc:
         self.kill(grace=0.5)
 
     def _close_pipes(self):
-        for f in (self.proc.stdin, self.proc.stdout):
+        for c in (self.tx, self.rx):
             try:
-                if f is not None:
-                    f.close()
+                c.close()
             except OSError:
                 pass
         self._err.join(2.0)
@@ -239,24 +227,14 @@ _bench_locks_guard = threading.Lock()
 def _bench_guard(key_name: str):
     with _bench_locks_guard:
         lk = _bench_locks.setdefault(key_name, threading.Lock())
-    with lk:
-        fh = None
+    with lk, contextlib.ExitStack() as held:
         if os.environ.get(ENV_NO_BENCH_FILE_LOCK, "") in ("", "0"):
             try:
-                import fcntl
-                d = os.path.join(pocl_fix.cache_dir(), "locks")
-                os.makedirs(d, exist_ok=True)
-                fh = open(os.path.join(d, f"bench-{key_name}.lock"), "a+")
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            except (OSError, ImportError):
-                if fh is not None:
-                    fh.close()
-                fh = None
-        try:
-            yield
-        finally:
-            if fh is not None:
-                fh.close()   # releases the flock
+                held.enter_context(fs.locked(os.path.join(fs.cache_dir(), "locks",
+                                                          f"bench-{key_name}.lock")))
+            except OSError:   # no lock to be had (read-only cache): benchmark unguarded
+                pass
+        yield
 
 
 # ------------------------------------------------------------------ pool ---
@@ -305,7 +283,7 @@ class WorkerPool:
             want = default_device_spec(device)
             self.device = None
             spec = want
-            known = _device_mod._cache
+            known = known_devices()
             if known is not None:
                 self.device = match_spec(known, want)   # raises DeviceError
                 spec = self.device.spec
@@ -359,14 +337,14 @@ class WorkerPool:
             w.kill(0)
             slot.worker = None
             if m.get("devices"):
-                _remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
+                remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
             if raise_device_error or m.get("kind") == "device":
                 raise DeviceError(m.get("error", "worker failed to start"))
             raise _Dead(m.get("error", "worker failed to start"))
         info = DeviceInfo.from_dict(m["device"])
         if self.device is None:
             self.device = info
-            _remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
+            remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
         self._spec = self.device.spec     # canonical from now on
         return w
 
@@ -597,67 +575,6 @@ class WorkerPool:
             if w is None or w.serial != loc[1] or not w.alive():
                 return
             self._request(slot, {"op": "forget", "key": key}, self.timeout_s, "forget")
-
-    def run_many(self, jobs: list[KernelJob], *, warmup: int = 0, repeats: int = 1,
-                 timeout_s: float | None = None,
-                 exclusive: bool | None = None) -> list[JobResult]:
-        """Run many jobs.  Untimed: in parallel across workers.  Timed: builds
-        in parallel first, then the timed runs one after another."""
-        self._check_open()
-        jobs = list(jobs)
-        timed = (warmup > 0 or repeats > 1) if exclusive is None else bool(exclusive)
-        if timed or len(self._slots) == 1 or len(jobs) <= 1:
-            if timed and len(jobs) > 1:
-                self.build(jobs, timeout_s=timeout_s)
-            return [self.run(j, warmup=warmup, repeats=repeats, timeout_s=timeout_s,
-                             exclusive=exclusive) for j in jobs]
-        results: list[JobResult | None] = [None] * len(jobs)
-        # each slot first takes the jobs whose program it already holds
-        own: list[deque[int]] = [deque() for _ in self._slots]
-        shared: deque[int] = deque()
-        with self._lock:
-            for i, j in enumerate(jobs):
-                loc = self._where.get(j.key)
-                w = self._slots[loc[0]].worker if loc else None
-                if loc and w is not None and w.serial == loc[1]:
-                    own[loc[0]].append(i)
-                else:
-                    shared.append(i)
-        qlock = threading.Lock()
-        errors: list[BaseException] = []
-        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
-
-        def take(k: int) -> int | None:
-            with qlock:
-                for q in (own[k], shared, *own):
-                    if q:
-                        return q.popleft()
-            return None
-
-        def drain(slot: _Slot):
-            try:
-                while True:
-                    i = take(slot.index)
-                    if i is None:
-                        return
-                    job = jobs[i]
-                    msg = job.to_wire()
-                    msg.update(op="run", warmup=0, repeats=int(repeats))
-                    t0 = time.monotonic()
-                    with slot.lock:
-                        r = self._request(slot, msg, timeout, job.describe())
-                    results[i] = self._result(r, job, time.monotonic() - t0)
-            except BaseException as e:  # pragma: no cover - bug guard
-                errors.append(e)
-
-        threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in self._slots]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-        return results  # type: ignore[return-value]
 
     def _device_key(self) -> str:
         return self.device.key_name if self.device is not None else "device"

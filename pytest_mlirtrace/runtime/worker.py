@@ -5,84 +5,25 @@ Run as a script (``python worker.py --serve SPEC`` or ``--list``) by
 sibling modules it needs are loaded by file path), so a worker starts in
 about the time of ``import pyopencl`` plus context creation.
 
-Protocol: length-prefixed pickles.  Requests arrive on stdin; replies go to a
-private duplicate of the original stdout, while file descriptor 1 itself is
-redirected to stderr (so ``printf`` in kernels cannot corrupt the stream).
-
-The frame helpers at the top are also used by the parent side.
+Protocol: pickled messages over :class:`multiprocessing.connection.Connection` objects on the
+worker's stdin (requests) and a private duplicate of its original stdout (replies), while file
+descriptor 1 itself is redirected to stderr (so ``printf`` in kernels cannot corrupt the stream).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import re
-import struct
 import sys
+from multiprocessing.connection import Connection
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_HDR = struct.Struct("<Q")
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_PROGRAMS = 512
 _TEMPFILE_RE = re.compile(r"(?:[^\s:'\"]*/)?tempfile_\w+\.cl")
 # clBuildProgram codes that are the compiler's verdict on the source/options
 _COMPILE_FAILURES = (-11, -15, -17, -43, -66)
 WARMUP_SOURCE = "__kernel void mlirtrace_warmup(__global int *p) { p[0] = 1; }"
-
-
-# ------------------------------------------------------------- framing ----
-
-def encode_frame(obj) -> bytes:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HDR.pack(len(data)) + data
-
-
-def write_frame(fd: int, obj) -> None:
-    buf = memoryview(encode_frame(obj))
-    while buf:
-        n = os.write(fd, buf)
-        buf = buf[n:]
-
-
-class FrameBuffer:
-    """Accumulates bytes and yields complete frames."""
-
-    def __init__(self):
-        self.buf = bytearray()
-
-    def feed(self, data: bytes) -> None:
-        self.buf += data
-
-    def pop(self):
-        """Return the next complete object, or raise LookupError."""
-        if len(self.buf) < _HDR.size:
-            raise LookupError
-        (n,) = _HDR.unpack_from(self.buf, 0)
-        if len(self.buf) < _HDR.size + n:
-            raise LookupError
-        data = bytes(self.buf[_HDR.size:_HDR.size + n])
-        del self.buf[:_HDR.size + n]
-        return pickle.loads(data)
-
-
-def read_frame_blocking(fd: int):
-    """Read one frame from *fd*; None at EOF."""
-    def read_exact(n):
-        out = bytearray()
-        while len(out) < n:
-            chunk = os.read(fd, min(n - len(out), 1 << 20))
-            if not chunk:
-                return None
-            out += chunk
-        return bytes(out)
-    hdr = read_exact(_HDR.size)
-    if hdr is None:
-        return None
-    (n,) = _HDR.unpack(hdr)
-    data = read_exact(n)
-    if data is None:
-        return None
-    return pickle.loads(data)
 
 
 # ------------------------------------------------------- sibling loader ---
@@ -168,6 +109,9 @@ def _enumerate(cl, devmod):
 
 
 def _setup_env():
+    # mlirtrace owns the kernel cache (PoCL's, see kcache.py): pyopencl's own binary cache must not
+    # answer a build instead of the driver (it is read at pyopencl's import)
+    os.environ["PYOPENCL_NO_CACHE"] = "1"
     # import pyopencl first: its import resets PYOPENCL_HOME, which
     # ensure_opencl_env() must override afterwards
     import warnings
@@ -196,15 +140,15 @@ def main_list() -> int:
 # -------------------------------------------------------------- server ----
 
 class _Server:
-    def __init__(self, out_fd: int, in_fd: int, spec: str):
-        self.out_fd = out_fd
-        self.in_fd = in_fd
+    def __init__(self, out: Connection, inp: Connection, spec: str):
+        self.out = out
+        self.inp = inp
         self.spec = spec
         self.programs = {}   # key -> entry dict (OrderedDict semantics via dict order)
         self.shard = None    # kcache.Shard: this process's part of mlirtrace's PoCL kernel cache
 
     def send(self, obj):
-        write_frame(self.out_fd, obj)
+        self.out.send(obj)
 
     def start(self) -> bool:
         import time
@@ -228,7 +172,6 @@ class _Server:
             self.ctx = cl.Context([dev])
             self.queue = cl.CommandQueue(
                 self.ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
-            self._Program = getattr(getattr(cl, "_cl", None), "_Program", None)
         except Exception as e:
             import traceback
             self.send({"op": "fatal", "kind": "init",
@@ -247,7 +190,8 @@ class _Server:
         if os.environ.get("POCL_KERNEL_CACHE", "1").strip() == "0":
             return
         kc = _load_sibling("kcache")
-        self.shard = kc.claim_shard(kc.cache_root(fix.cache_dir(), *fix.pocl_identity()))
+        root = os.environ.get(kc.ENV_ROOT) or kc.cache_root(fix.cache_dir(), *fix.pocl_identity())
+        self.shard = kc.claim_shard(root)
         if self.shard is not None:
             os.environ["POCL_CACHE_DIR"] = self.shard.path
         else:
@@ -260,8 +204,7 @@ class _Server:
         if os.environ.get("MLIRTRACE_WORKER_WARMUP", "1") in ("0", ""):
             return
         try:
-            prg = self._Program(self.ctx, WARMUP_SOURCE)
-            prg.build(b"", [self.dev])
+            self.cl.Program(self.ctx, WARMUP_SOURCE).build(devices=[self.dev])
         except Exception:
             pass
 
@@ -291,16 +234,11 @@ class _Server:
             return ent, True
         cl = self.cl
         t0 = time.perf_counter()
-        ok, err, prg = True, "", None
+        ok, err, prg, code = True, "", None, None
         try:
-            if self._Program is not None:
-                prg = self._Program(self.ctx, source)
-                prg.build(options.encode(), [self.dev])
-            else:  # pragma: no cover - older/newer pyopencl
-                prg = cl.Program(self.ctx, source)
-                prg.build(options=options or None, devices=[self.dev])
-                prg = prg._get_prg()
-        except cl.Error as e:
+            prg = cl.Program(self.ctx, source)
+            prg.build(options=options or None, devices=[self.dev])
+        except cl.Error as e:   # a failed build: cl.RuntimeError, its message carries the log
             ok, err = False, str(e)
             code = getattr(e, "code", None)
         except Exception as e:
@@ -324,7 +262,7 @@ class _Server:
                     "retire": True}, False
         log = ""
         if prg is not None:
-            try:
+            try:   # the compiler's own log (on a failed build too: the program object exists)
                 log = prg.get_build_info(self.dev, cl.program_build_info.LOG) or ""
             except Exception:
                 pass
@@ -356,7 +294,6 @@ class _Server:
 
     # --- run ---
     def op_run(self, m):
-        import time
         cl, np = self.cl, self.np
         ent, cached = self.get_program(m["key"], m["source"], m["options"], m["kernel"])
         build_s = 0.0 if cached else ent["build_s"]
@@ -456,8 +393,11 @@ class _Server:
 
     def loop(self):
         while True:
-            m = read_frame_blocking(self.in_fd)
-            if m is None or m.get("op") == "exit":
+            try:
+                m = self.inp.recv()
+            except (EOFError, OSError):   # the parent closed the pipe (or died)
+                return
+            if m.get("op") == "exit":
                 return
             op = m.get("op")
             journal = self.shard is not None and op in ("build", "run")
@@ -507,12 +447,12 @@ def _watch_parent(ppid: int) -> None:
 
 def main_serve(spec: str) -> int:
     import signal
-    out_fd = os.dup(1)
+    out = Connection(os.dup(1), readable=False)   # replies: a private copy of the original stdout
     os.dup2(2, 1)            # C-level stdout of kernels/drivers -> stderr
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's business
     _watch_parent(os.getppid())
-    srv = _Server(out_fd, 0, spec)
+    srv = _Server(out, Connection(0, writable=False), spec)
     if srv.start():
         srv.warm_up()
         srv.loop()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..ir import Module, parse_module
 from ..mlir import is_mlir, parse_mlir_module
-from ..tuning import Pipeline
+from ..tuning import Pipeline, RunOptions
 from .config import TraceConfig
 from .recorder import TraceLog
 from .text_sink import TextSink
@@ -35,14 +35,14 @@ class TraceSession:
     def device(self):
         return self.pipeline.device
 
-    def compile(self, source, solution=None):
+    def compile(self, source, solution=None, *, options: RunOptions | None = None):
         m, text = load_module(source)
-        return self.pipeline.compile_solution(m, solution, mlir_text=text)
+        return self.pipeline.configured(options).compile_solution(m, solution, mlir_text=text)
 
-    def tune(self, source, **kw):
+    def tune(self, source, *, options: RunOptions | None = None, **kw):
         m, text = load_module(source)
-        return self.pipeline.tune(m, mlir_text=text, **kw)
+        return self.pipeline.configured(options).tune(m, mlir_text=text, **kw)
 
-    def run(self, source, **kw):
+    def run(self, source, *, options: RunOptions | None = None, **kw):
         m, text = load_module(source)
-        return self.pipeline.run(m, mlir_text=text, **kw)
+        return self.pipeline.configured(options).run(m, mlir_text=text, **kw)

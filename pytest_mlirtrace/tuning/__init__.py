@@ -4,9 +4,9 @@ from .events import (BenchmarkStarted, CompileFailed, Event, FastestChosen, Modu
                      SolutionBenchmarking, SolutionFinished, SolutionsBuilt, Verified)
 from .problem_key import parse_problem_key, problem_key
 from .span import Span, mlir_hash, short_hash
-from .tuner import BenchRow, CompiledResult, Lowered, Pipeline, RunResult, TuneResult
+from .tuner import BenchRow, CompiledResult, Lowered, Pipeline, RunOptions, RunResult, TuneResult
 
 __all__ = ["TuningDatabase", "Event", "ModuleLowered", "BenchmarkStarted", "SolutionsBuilt",
            "SolutionBenchmarking", "SolutionFinished", "CompileFailed", "FastestChosen", "Verified",
            "RunFinished", "problem_key", "parse_problem_key", "Span", "mlir_hash", "short_hash", "Pipeline",
-           "CompiledResult", "RunResult", "TuneResult", "BenchRow", "Lowered"]
+           "CompiledResult", "RunResult", "TuneResult", "BenchRow", "Lowered", "RunOptions"]

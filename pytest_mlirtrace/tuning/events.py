@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Protocol
+from typing import Callable
 
 from .span import Span
 
@@ -108,10 +108,6 @@ class RunFinished(Event):
 
 
 Listener = Callable[[Event], None]
-
-
-class HasListeners(Protocol):
-    listeners: list[Listener]
 
 
 def emit(listeners: list[Listener], event: Event) -> None:

@@ -8,14 +8,15 @@ carry a :class:`Span`; nothing a kernel does (crash, hang, build error) escapes 
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
-import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import codegen, ir, mlir, runtime
+from ..config import inject_now
 from .database import TuningDatabase
 from .events import (BenchmarkStarted, CompileFailed, FastestChosen, Listener, ModuleLowered, RunFinished,
                      SolutionBenchmarking, SolutionFinished, SolutionsBuilt, Verified, emit)
@@ -24,7 +25,6 @@ from .span import Span, mlir_hash
 
 _CL_SCALARS = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64, "float": np.float32,
                "double": np.float64, "short": np.int16, "char": np.int8}
-FAILURES = ("build_error", "crash", "hang", "launch_error", "wrong", "lowering_error")
 
 
 @dataclass
@@ -100,8 +100,13 @@ class TuneResult:
         return self.best is not None
 
 
-def _inject() -> str | None:
-    return os.environ.get("MLIRTRACE_INJECT") or None
+@dataclass(frozen=True)
+class RunOptions:
+    """What one call changes for itself, passed as a value (the pipeline it runs on is shared and never
+    changed): the hang timeout, the planted faults, extra listeners for its events."""
+    timeout_s: float | None = None     # None: the pipeline's
+    inject: str | None = None          # None: the pipeline's; "": none
+    listeners: tuple = ()
 
 
 def oracle_tolerances(module: ir.Module, problem) -> list[tuple[float, float]]:
@@ -130,10 +135,25 @@ class Pipeline:
         # a slow build on a loaded machine is not a hung kernel: builds get their own, longer limit
         self.build_timeout_s = max(build_timeout_s, timeout_s)
         self.warmup, self.repeats = warmup, repeats
-        self.inject = (inject if inject is not None else _inject()) or None
+        self.inject = (inject if inject is not None else inject_now()) or None
         self.seed = seed
 
     # ---- plumbing -----------------------------------------------------------
+    def configured(self, options: RunOptions | None) -> "Pipeline":
+        """This pipeline as one call with ``options`` sees it: a view sharing the device, the worker pool
+        and the database, with its own timeout, faults and listeners (``self`` is left as it is)."""
+        if options is None:
+            return self
+        view = copy.copy(self)
+        view._pool = self.pool                      # made now, so that the view shares it
+        view.listeners = list(self.listeners) + list(options.listeners)
+        if options.timeout_s is not None:
+            view.timeout_s = float(options.timeout_s)
+            view.build_timeout_s = max(self.build_timeout_s, view.timeout_s)
+        if options.inject is not None:
+            view.inject = options.inject or None
+        return view
+
     @property
     def pool(self):
         if self._pool is None:

@@ -34,14 +34,20 @@ def test_seed_log_imports_linked_and_its_reproducer_passes_on_pocl(tmp_path, cap
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_a_logged_solution_that_maps_is_used(tmp_path, capsys):
+def _import_with_fastest(tmp_path, capsys, logged: str) -> str:
+    """Import the seed log with its "Fastest solution:" line replaced by ``logged``: the printed report."""
     log = (DATA / "seed.log").read_text().replace("Fastest solution: 64,64,8,16,64,8,1,1",
-                                                   "Fastest solution: 16,16,8,4,4,4,0,2")
-    p = tmp_path / "mapped.log"
+                                                   f"Fastest solution: {logged}")
+    p = tmp_path / "logged.log"
     p.write_text(log)
     rc = main(["import-trace", str(p), "--out", str(tmp_path / "r"), "--no-tune"])
     text = capsys.readouterr().out
     assert rc == 0, text
+    return text
+
+
+def test_a_logged_solution_that_maps_is_used(tmp_path, capsys):
+    text = _import_with_fastest(tmp_path, capsys, "16,16,8,4,4,4,0,2")
     assert "ok with solution 16,16,8,4,4,4,0,2 (logged solution 16,16,8,4,4,4,0,2 maps" in text
 
 
@@ -74,3 +80,9 @@ def test_damaged_log_reports_lines_and_imports_the_rest(tmp_path, capsys):
     assert rc == 0, cap.out + cap.err
     assert f"{p}:{bad + 1}:" in cap.err
     assert "@mlir_transpose_reshape_dot_add: ok" in cap.out
+
+
+def test_a_logged_solution_in_a_versioned_form_maps_through_vocab(tmp_path, capsys):
+    # "v1:" prefix and a trailing ':' are read by vocab.parse_perf_config, not stripped by hand
+    text = _import_with_fastest(tmp_path, capsys, "v1:16,16,8,4,4,4,0,2:")
+    assert "ok with solution 16,16,8,4,4,4,0,2 (logged solution v1:16,16,8,4,4,4,0,2: maps" in text

@@ -59,7 +59,26 @@ def test_bad_level_is_a_usage_error(pytester):
     pytester.makepyfile(test_x="def test_x(): pass")
     res = pytester.runpytest("--mlir-trace=loud", "test_x.py")
     assert res.ret == 4
-    res.stderr.fnmatch_lines(["*--mlir-trace: LEVEL must be 0-3*"])
+    res.stderr.fnmatch_lines(["*--mlir-trace=loud: expected a trace level 0-3*"])
+    res = pytester.runpytest("--mlir-trace=7", "test_x.py")
+    assert res.ret == 4
+    res.stderr.fnmatch_lines(["*--mlir-trace=7: expected a trace level 0-3*"])
+
+
+def test_a_bad_setting_is_one_usage_error_naming_its_source(pytester, monkeypatch):
+    pytester.makepyfile(test_x="def test_a(): pass\ndef test_b(): pass")
+    monkeypatch.setenv("MLIRTRACE_INJECT", "no_such_fault")
+    res = pytester.runpytest("test_x.py")
+    assert res.ret == 4
+    res.stderr.fnmatch_lines(["*MLIRTRACE_INJECT=no_such_fault: unknown fault(s) 'no_such_fault'; known: *"])
+    monkeypatch.delenv("MLIRTRACE_INJECT")
+    pytester.makeini("[pytest]\nmlir_timeout = soon\n")
+    res = pytester.runpytest("test_x.py")
+    assert res.ret == 4
+    res.stderr.fnmatch_lines(["*mlir_timeout = soon in tox.ini: expected a number of seconds*"])
+    monkeypatch.setenv("MLIRTRACE_TIMEOUT", "12")       # the environment beats the ini file
+    res = pytester.runpytest("test_x.py")
+    res.assert_outcomes(passed=2)
 
 
 def test_summary_lists_index_entries_no_report_named(pytester):

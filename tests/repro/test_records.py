@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter, signature
+from pytest_mlirtrace.tuning import RunOptions
 
 DOT_T = """\
 a = @param:a -> float_type, {1, 5, 3}, {15, 3, 1}
@@ -54,8 +55,7 @@ def test_from_event_relowers_and_both_paths_reproduce(session, tmp_path):
 
 
 def test_from_run_refuses_a_passing_run_and_records_slow(session):
-    session.pipeline.inject = None
-    res = session.run(DOT_T, seed=0)
+    res = session.run(DOT_T, seed=0, options=RunOptions(inject=""))
     assert res.ok
     with pytest.raises(ValueError):
         FailureRecord.from_run(res)

@@ -125,6 +125,32 @@ def test_build_error_has_log(pool, rng):
     assert_vadd_ok(pool, rng)
 
 
+def test_compiler_output_goes_to_the_result_not_to_stderr(pool):
+    """Builds go through pyopencl's public Program: a failed build is a build_error whose first line
+    is the compiler's, its log is the full log; pyopencl adds no noise (no CompilerWarning on stderr,
+    no saved source files) and no cache of its own."""
+    tag = uuid.uuid4().hex[:8]
+    # the tag in code too: PoCL's cache key is the preprocessed source, which has no #warning
+    src = f"#warning mlirtrace_{tag}\n__kernel void w(__global int *o) {{ o[0] = 1; int t_{tag} = 0; }}\n"
+    r = pool.run(KernelJob(src, "w", [OutBuf(1, np.int32)], (1,)))
+    assert r.status == "ok" and r.outputs[0][0] == 1, r.error
+    assert f"mlirtrace_{tag}" in r.build_log
+    bad = ("__kernel void broken2(__global float *a) {\n  a[0] = 1.0f;\n"
+           f"  a[1] = undefined_{tag};\n}}\n")
+    [b] = pool.build([KernelJob(bad, "broken2", [OutBuf(4, np.float32)], (1,))])
+    assert b.status == "build_error"
+    first = b.error.splitlines()[0]
+    assert first.startswith("build failed: ") and f"undefined_{tag}" in first and "error" in first
+    assert "<source>" in first                  # PoCL's temp file name, made stable
+    assert f"undefined_{tag}" in b.build_log and b.build_log.count("\n") >= 1
+    assert "source saved as" not in b.error + b.build_log
+    time.sleep(0.5)                             # the stderr drain thread reads asynchronously
+    for s in pool._slots:
+        if s.worker is not None:
+            tail = s.worker.stderr_tail()
+            assert "CompilerWarning" not in tail and "Non-empty compiler output" not in tail, tail
+
+
 def test_launch_errors(pool, rng):
     r = pool.run(KernelJob(VADD, "no_such_kernel", [], (1,)))
     assert r.status == "launch_error"
@@ -170,7 +196,8 @@ def test_infinite_loop_hangs_then_pool_recovers(pool, rng):
     took = time.monotonic() - t0
     assert r.status == "hang", r
     assert "timed out after 3.0 s" in r.error and "worker killed" in r.error
-    assert 2.9 < took < 8.0
+    # it waited the timeout out, and not much longer: the kill and a worker restart, however loaded the machine
+    assert 3.0 <= took + 0.05 and took < 3.0 + pool.kill_grace_s + pool.startup_timeout_s, took
     assert_vadd_ok(pool, rng)
 
 
@@ -202,16 +229,6 @@ def test_parallel_build_overlaps(pool, rng):
     # a second build() of the same jobs is answered from the pool's memory
     again = pool.build([j for j, *_ in jobs])
     assert all(r.cached for r in again)
-
-
-def test_run_many_parallel_and_timed(pool, rng):
-    jobs = [vadd_job(rng, n=int(rng.integers(10, 2000))) for _ in range(5)]
-    rs = pool.run_many([j for j, *_ in jobs])
-    for r, (job, a, b) in zip(rs, jobs):
-        assert r.status == "ok", r.error
-        np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
-    timed = pool.run_many([j for j, *_ in jobs[:2]], warmup=1, repeats=3)
-    assert [len(r.times_ms) for r in timed] == [3, 3]
 
 
 def test_scalar_requires_width():

@@ -1,7 +1,6 @@
 """solutions / fused_cases: every drawn solution is applicable; edge cases are in the draw."""
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

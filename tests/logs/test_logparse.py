@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace.trace.logparse import (LogError, TraceLogParts, parse_log, parse_perf_config,
-                                             parse_problem_key)
+from pytest_mlirtrace.logs import LogError, TraceLogParts, parse_log, parse_perf_config, parse_problem_key
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 SEED = DATA / "seed.log"

@@ -1,0 +1,142 @@
+"""One settings object, resolved once: command-line option > environment > ini file > default.
+
+Every front end (the pytest plugin, the CLI) resolves :class:`Settings` once from what it has and passes
+the values down; nothing below reads these knobs from the environment itself. Each value remembers
+where it came from, so a bad one is reported with its source (``--mlir-timeout=abc``,
+``MLIRTRACE_TIMEOUT=abc``, ``mlir_timeout = abc in pytest.ini``) instead of as a bare error later.
+
+Planted faults (``MLIRTRACE_INJECT``) are the one knob read again at each use (:func:`inject_now`): a
+test switches one on for itself (``monkeypatch.setenv``) while the session that runs it lives on.
+
+Variables that worker processes read themselves (``MLIRTRACE_CACHE_DIR``, ``MLIRTRACE_POCL_CPU``,
+``MLIRTRACE_NO_POCL_FIX``) stay in the runtime layer, and ``MIGRAPHX_TRACE_*`` keep MIGraphX's meaning
+in :class:`~pytest_mlirtrace.trace.TraceConfig`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+__all__ = ["Settings", "SettingError", "resolve", "inject_now", "ENV"]
+
+ENV = {"device": "MLIRTRACE_DEVICE", "timeout_s": "MLIRTRACE_TIMEOUT", "inject": "MLIRTRACE_INJECT",
+       "tuning_db": "MLIRTRACE_TUNING_DB", "repro_dir": "MLIRTRACE_REPRO_DIR", "repro": "MLIRTRACE_REPRO",
+       "trace": None}
+
+
+class SettingError(ValueError):
+    """A bad setting; the message starts with where it came from."""
+
+
+def _text(v) -> str | None:
+    s = str(v).strip()
+    return s or None
+
+
+def _timeout(v) -> float:
+    try:
+        t = float(v)
+    except (TypeError, ValueError):
+        raise ValueError("expected a number of seconds") from None
+    if not t > 0 or t == float("inf"):
+        raise ValueError("expected a positive number of seconds")
+    return t
+
+
+def _level(v) -> int:
+    s = str(v).strip().lower()
+    if s in ("on", "true", "yes"):
+        return 1
+    if s in ("off", "false", "no"):
+        return 0
+    if not s.isdigit() or int(s) > 3:
+        raise ValueError("expected a trace level 0-3")
+    return int(s)
+
+
+def _faults(v) -> str:
+    from .codegen.faults import parse_inject   # a leaf module: no compiler is imported
+    from .codegen.errors import FaultError
+    try:
+        return ",".join(sorted(parse_inject(str(v))))
+    except FaultError as e:
+        raise ValueError(str(e)) from None
+
+
+def _bool(v) -> bool:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+PARSE: dict[str, Callable] = {"device": _text, "timeout_s": _timeout, "trace": _level, "inject": _faults,
+                              "tuning_db": _text, "repro_dir": _text, "repro": _bool}
+
+
+@dataclass(frozen=True)
+class Settings:
+    device: str | None = None        # OpenCL device spec; None: the runtime's default (PoCL's CPU)
+    timeout_s: float = 30.0          # seconds before a kernel counts as hung
+    trace: int | None = None         # one trace level for both dumps; None: MIGRAPHX_TRACE_* decide
+    inject: str = ""                 # planted faults at start-up (validated); see inject_now()
+    tuning_db: str | None = None     # None: the default database file
+    repro_dir: str | None = None     # None: the front end's default
+    repro: bool = True               # write reproducers
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def source(self, name: str) -> str:
+        """Where ``name`` came from: ``--mlir-timeout (command line)``, ``MLIRTRACE_TIMEOUT (environment)``,
+        ``mlir_timeout (ini file pytest.ini)`` or ``default``."""
+        return self.sources.get(name, "default")
+
+
+def resolve(options: Mapping[str, object] | None = None, *, option_names: Mapping[str, str] | None = None,
+            env: Mapping[str, str] | None = None, ini: Mapping[str, object] | None = None,
+            ini_names: Mapping[str, str] | None = None, ini_file: str = "") -> Settings:
+    """Each field from the first that has it: ``options`` (values not None; ``option_names`` spells them
+    as the user typed them), ``env`` (non-empty variables of :data:`ENV`), ``ini`` (non-empty values;
+    ``ini_names`` spells the keys, ``ini_file`` names the file), else the default. Raises
+    :class:`SettingError` naming the source of a bad value."""
+    options, env = options or {}, os.environ if env is None else env
+    ini, option_names, ini_names = ini or {}, option_names or {}, ini_names or {}
+    values, sources = {}, {}
+    for name, parse in PARSE.items():
+        found = None
+        if options.get(name) is not None:
+            opt = option_names.get(name, name)
+            found = (options[name], f"{opt} (command line)", f"{opt}={options[name]}")
+        elif ENV.get(name) and str(env.get(ENV[name], "")).strip():
+            var = ENV[name]
+            found = (env[var], f"{var} (environment)", f"{var}={env[var]}")
+        elif ini.get(name) not in (None, ""):
+            key = ini_names.get(name, name)
+            where = f"ini file {ini_file}" if ini_file else "ini file"
+            found = (ini[name], f"{key} ({where})", f"{key} = {ini[name]} in {ini_file or 'the ini file'}")
+        if found is None:
+            continue
+        raw, source, spelled = found
+        try:
+            values[name] = parse(raw)
+        except ValueError as e:
+            raise SettingError(f"{spelled}: {e}") from None
+        sources[name] = source
+    return Settings(**values, sources=sources)
+
+
+def inject_now(env: Mapping[str, str] | None = None) -> str:
+    """The planted faults as ``MLIRTRACE_INJECT`` has them now ("" for none), validated; the one place
+    that reads it. Raises :class:`SettingError` for an unknown fault."""
+    env = os.environ if env is None else env
+    raw = str(env.get(ENV["inject"], "") or "").strip()
+    if not raw:
+        return ""
+    try:
+        return _faults(raw)
+    except ValueError as e:
+        raise SettingError(f"{ENV['inject']}={raw}: {e}") from None

@@ -1,0 +1,119 @@
+"""What a reproducer script runs when ``pytest_mlirtrace`` is importable: ``run(PAYLOAD, argv)``.
+
+A generated reproducer (``reproducer_template.py`` with its payload spliced in) is data plus one call:
+its ``main()`` hands the payload and the command line to :func:`run`, so the package path (re-lower the
+recorded MLIR with the recorded solution, or ``--solution``, or every solution, and check it against the
+oracle) is the library's code of the day it runs, not a copy frozen into the script the day it was
+written. The script keeps only the standalone path (the recorded kernel with numpy + pyopencl, for a
+machine without this package); ``--standalone`` runs the script's own, which it passes in.
+
+The command line, the dumps, the printed result and the verdict exist once, in the template (the
+standalone path needs them on its own); :func:`run` uses the package's copy of them
+(``reproducer_template.reproduce``) and adds what only the package path has: the injected fault, the
+re-lowered kernel, bad ``--solution`` usage, the table and verdict of ``--all-solutions``.
+
+Exit status: 0 fixed, 1 reproduced, 3 fails differently, 4 cannot run, 2 bad usage.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import Callable
+
+from . import reproducer_template as tmpl
+from .reproducer_template import EXIT_DIFFERENT, EXIT_FIXED, EXIT_REPRODUCED, EXIT_USAGE, section
+
+__all__ = ["run", "run_package", "all_solutions_verdict"]
+
+
+def run(payload: str | dict, argv=None, standalone: Callable[..., dict] | None = None) -> int:
+    """Reproduce the failure recorded in ``payload`` (a script's ``PAYLOAD``, or the decoded dict) as the
+    command line ``argv`` asks (default: ``sys.argv[1:]``); the exit status.
+    ``standalone(data, device, timeout, kernel_file)`` runs the recorded kernel for ``--standalone``
+    (a script passes its own; default: the template's ``run_standalone``)."""
+    data = tmpl.load_payload(payload) if isinstance(payload, str) else payload
+    return tmpl.reproduce(data, sys.argv[1:] if argv is None else list(argv), package=run_package,
+                          standalone=standalone)
+
+
+def run_package(data: dict, args) -> dict:
+    """Re-lower the recorded MLIR with the solution (or tune every one) and check it against the oracle:
+    the result ``reproduce`` prints, with the package path's ``notes`` (and ``verdict``, where it is the
+    package path's own)."""
+    res = _run_package(data, args)
+    if res["status"] == "cannot_run":
+        return res
+    notes = [f"MLIRTRACE_INJECT={res['inject']} (from the environment)"] if res.get("inject") else []
+    if args.show_kernel and res.get("kernel_source") is not None:
+        notes.append("kernel source now: the same as recorded" if res["kernel_source"] == data["kernel_source"]
+                     else section("kernel source now (re-lowered)", res["kernel_source"]))
+    if res["status"] == "usage":
+        res["verdict"] = (EXIT_USAGE, "BAD USAGE: " + res["error"])
+    elif args.all_solutions:
+        res["verdict"] = all_solutions_verdict(data, res)
+    return dict(res, notes=notes)
+
+
+def all_solutions_verdict(data: dict, res: dict) -> tuple[int, str]:
+    if res["status"] == "ok":
+        return EXIT_FIXED, "every solution matches the oracle"
+    kind, rec = data["kind"], res.get("recorded_status")
+    word = "REPRODUCED" if rec == kind else "FAILS DIFFERENTLY"
+    return (EXIT_REPRODUCED if rec == kind else EXIT_DIFFERENT), \
+        f"{word}: {res.get('error', '')} (the recorded solution: {rec}, recorded: {kind})"
+
+
+def _run_package(data: dict, args) -> dict:
+    import pytest_mlirtrace
+    from .. import runtime
+    from ..trace import TraceConfig, TraceSession
+    from ..tuning import TuningDatabase
+
+    timeout = args.timeout or data.get("timeout_s") or tmpl.DEFAULT_TIMEOUT_S
+    scratch = tempfile.mkdtemp(prefix="mlirtrace-repro-")
+    try:
+        # one kernel to build and run: one worker process (tuning every solution: the default, parallel builds);
+        # the first worker resolves the device spec
+        pool = runtime.WorkerPool(args.device or data.get("device_key") or None,
+                                  workers=None if args.all_solutions else 1, timeout_s=timeout)
+        session = TraceSession(pool.device, config=TraceConfig.from_env(), timeout_s=timeout, pool=pool,
+                               database=TuningDatabase(os.path.join(scratch, "tuning.json")))
+    except Exception as e:   # noqa: BLE001 - no device, no OpenCL
+        return {"status": "cannot_run", "error": f"{type(e).__name__}: {e}"}
+    dev = session.device
+    base = {"device": f"{getattr(dev, 'name', dev)} ({getattr(dev, 'key_name', '')})",
+            "package": getattr(pytest_mlirtrace, "__version__", "?")}
+    if os.environ.get("MLIRTRACE_INJECT"):
+        base["inject"] = os.environ["MLIRTRACE_INJECT"]
+    if args.all_solutions:
+        return dict(base, **_all_solutions(session, data))
+    try:
+        res = session.run(data["mlir_text"], solution=args.solution or data["solution"], seed=int(data["seed"]),
+                          repeats=5 if data["kind"] == "slow" else 1)
+    except Exception as e:   # noqa: BLE001 - a solution that does not parse, an MLIR that no longer verifies
+        if args.solution and type(e).__name__ == "SolutionError":
+            return dict(base, status="usage", error=f"--solution {args.solution}: {e}")
+        return dict(base, status="lowering_error", error=f"{type(e).__name__}: {e}")
+    c = res.compiled
+    return dict(base, status=res.status, error=res.detail or c.error or "", time_ms=res.time_ms,
+                problem_key=c.span.problem_key, solution=c.span.solution, kernel_source=c.span.kernel_source,
+                build_log=c.build_log or "")
+
+
+def _all_solutions(session, data: dict) -> dict:
+    tr = session.tune(data["mlir_text"], mode="quick", use_database=False)
+    rows = [(r.solution, r.status, r.time_ms, r.detail) for r in tr.rows]
+    if data["solution"] not in [r[0] for r in rows]:
+        res = session.run(data["mlir_text"], solution=data["solution"], seed=int(data["seed"]))
+        rows.append((data["solution"], res.status, res.time_ms, res.detail))
+    w = max([len("solution")] + [len(r[0]) for r in rows])
+    lines = [f"  {'solution':<{w}}  {'status':<14} {'time_ms':>10}  detail"]
+    for sol, status, t, detail in rows:
+        mark = "  <- recorded" if sol == data["solution"] else ""
+        ts = f"{t:.4f}" if t is not None else "-"
+        lines.append(f"  {sol:<{w}}  {status:<14} {ts:>10}  {detail.splitlines()[0] if detail else ''}{mark}")
+    bad = [r for r in rows if r[1] != "ok"]
+    return {"status": "ok" if not bad else "failures", "table": "\n".join(lines),
+            "error": f"{len(bad)} of {len(rows)} solutions fail" if bad else "",
+            "recorded_status": next((r[1] for r in rows if r[0] == data["solution"]), "?")}

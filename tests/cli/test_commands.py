@@ -1,0 +1,66 @@
+"""``mlirtrace compile``, ``run``, ``tune`` and ``devices`` end to end on the embedded device (kernels run
+in worker processes): what they print and their exit statuses."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from pytest_mlirtrace.cli.main import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMALL = os.path.join(ROOT, "examples", "small_dot_add.mlir")     # dot 5x4 @ 4x3 + add
+
+
+@pytest.fixture(autouse=True)
+def own_database(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLIRTRACE_TUNING_DB", str(tmp_path / "tuning.json"))
+    monkeypatch.delenv("MLIRTRACE_INJECT", raising=False)
+
+
+def test_compile_prints_the_span_and_the_kernel(capsys):
+    assert main(["compile", SMALL, "--solution", "4,2,4,4,2,2,0,4", "--show-kernel"]) == 0
+    out = capsys.readouterr().out
+    assert "module:   mlir_dot_add" in out and "solution: 4,2,4,4,2,2,0,4" in out
+    assert re.search(r"problem:  pocl-cpu\t\d+\t-t f32 .*-m 5 -n 3 -k 4", out), out
+    assert re.search(r"span:     [0-9a-f]{16}", out) and "status:   ok" in out
+    assert "__kernel" in out and "void mlir_dot_add(" in out
+
+
+def test_a_bad_solution_is_a_usage_error(capsys):
+    assert main(["compile", SMALL, "--solution", "4,4,banana"]) == 2
+    assert "bad solution '4,4,banana'" in capsys.readouterr().err
+    assert main(["run", SMALL, "--solution", "1,2"]) == 2
+
+
+def test_run_checks_against_the_oracle_and_fails_on_a_planted_bug(capsys, monkeypatch):
+    assert main(["run", SMALL, "--seed", "3"]) == 0
+    assert "ok: matches the numpy oracle" in capsys.readouterr().out
+    monkeypatch.setenv("MLIRTRACE_INJECT", "k_tail_off_by_one")        # k = 4 < KPerBlock 8: fires
+    assert main(["run", SMALL, "--solution", "4,2,8,4,2,2,0,4"]) == 1
+    assert "FAILED (wrong): output 0:" in capsys.readouterr().out
+
+
+def test_tune_keeps_the_fastest_and_run_uses_it(capsys):
+    assert main(["tune", SMALL, "--no-database", "--repeats", "2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^solution\s+status\s+time_ms\s+build_s\s+span$", out, re.M), out
+    fastest = re.search(r"^fastest solution: (\S+) [0-9.]+ms$", out, re.M)
+    assert fastest, out
+    rows = re.findall(r"^(\d+(?:,\d+)+)\s+(\w+)\s", out, re.M)
+    assert len(rows) >= 10 and all(status == "ok" for _, status in rows)
+    assert main(["run", SMALL]) == 0
+    assert f"solution: {fastest.group(1)}" in capsys.readouterr().out
+
+
+def test_devices_lists_the_embedded_device_and_its_target(capsys):
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "key=pocl-cpu" in ln)
+    assert re.search(r"target=\S+", line) and re.search(r"builtin-vectors<=(128|256|512)bit", line)
+
+
+def test_a_missing_file_is_a_usage_error(capsys, tmp_path):
+    assert main(["run", str(tmp_path / "nope.mlir")]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -1,0 +1,152 @@
+"""A generated reproducer is data plus one call into the library (``pytest_mlirtrace.repro.run``); only
+the standalone path is in the script, and it runs on its own where pytest_mlirtrace cannot be imported."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from pytest_mlirtrace.repro import render_script, run
+from pytest_mlirtrace.repro import reproducer_template as tmpl
+from pytest_mlirtrace.repro.runner import all_solutions_verdict
+
+from test_standalone import GOOD, KERNELS, payload
+
+MAX_CODE_LINES = 375   # without the payload lines: 368 (591 when the package path was copied into it)
+STANDALONE_IMPORTS = {"__future__", "argparse", "base64", "json", "os", "re", "signal", "subprocess", "sys", "zlib",
+                      "numpy", "pyopencl"}
+LIBRARY_IMPORTS = {"pytest_mlirtrace.repro",                # run(PAYLOAD, argv): everything but the standalone path
+                   "pytest_mlirtrace.runtime.pocl_fix"}     # the OpenCL environment fix for the pip PoCL, if present
+
+
+def code_lines(src: str) -> list[str]:
+    """The script's lines without the payload's base64 continuation lines."""
+    return [ln for ln in src.splitlines() if not re.fullmatch(r'    "[A-Za-z0-9+/=]+"', ln)]
+
+
+def no_package_env(tmp_path) -> dict:
+    """An environment where ``import pytest_mlirtrace`` raises ImportError (as on a machine without it)."""
+    from pytest_mlirtrace.runtime import ensure_opencl_env
+
+    ensure_opencl_env(import_pyopencl=False)   # the OpenCL setup the standalone path finds in the environment
+    fake = tmp_path / "nopkg" / "pytest_mlirtrace"
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "__init__.py").write_text("raise ImportError('pytest_mlirtrace is not installed here')\n")
+    return dict(os.environ, PYTHONPATH=str(fake.parent))
+
+
+def script(tmp_path, data: dict, name: str = "repro.py"):
+    path = tmp_path / name
+    path.write_text(render_script(data))
+    return path
+
+
+def run_script(path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=180, env=env)
+
+
+def test_script_is_small_and_has_no_library_logic():
+    src = render_script(payload("wrong", KERNELS["wrong"]))
+    lines = code_lines(src)
+    assert len(lines) <= MAX_CODE_LINES, len(lines)
+    imported = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module)
+    assert imported <= STANDALONE_IMPORTS | LIBRARY_IMPORTS, imported - STANDALONE_IMPORTS - LIBRARY_IMPORTS
+    text = "\n".join(lines)
+    for word in ("codegen", "TraceSession", "WorkerPool", "tuning", "tune(", "oracle_tolerances", "evaluate("):
+        assert word not in text, word
+    assert not re.search(r"(?<![.\w])lower\(", text)      # no lowering (str.lower() is fine)
+    # the one call into the library, with the payload and the command line
+    assert "run(PAYLOAD, argv, standalone=run_standalone)" in text
+
+
+def test_script_hands_its_payload_and_argv_to_the_library(tmp_path):
+    """With pytest_mlirtrace importable, main() is one call: run(PAYLOAD, argv, standalone=...)."""
+    pkg = tmp_path / "fakelib" / "pytest_mlirtrace"
+    (pkg / "repro").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "repro" / "__init__.py").write_text(
+        "import base64, json, zlib\n"
+        "def run(payload, argv, standalone=None):\n"
+        "    data = json.loads(zlib.decompress(base64.b64decode(''.join(payload.split()))))\n"
+        "    print('LIBRARY', data['signature'], argv, standalone.__name__)\n"
+        "    return 7\n")
+    data = payload("wrong", KERNELS["wrong"])
+    out = run_script(script(tmp_path, data), "--device", "cpu", "-q",
+                     env=dict(os.environ, PYTHONPATH=str(pkg.parent)))
+    assert out.returncode == 7, out.stdout + out.stderr
+    assert out.stdout.strip() == f"LIBRARY {data['signature']} ['--device', 'cpu', '-q'] run_standalone"
+
+
+def test_without_the_package_the_script_runs_standalone(tmp_path):
+    env = no_package_env(tmp_path)
+    data = payload("wrong", KERNELS["wrong"])
+    path = script(tmp_path, data)
+    out = run_script(path, env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "running: standalone path" in out.stdout and "REPRODUCED: wrong: output 0:" in out.stdout
+    for piece in ("==== MLIR ====", "==== problem key ====", "==== solution ====", "device: "):
+        assert piece in out.stdout, piece
+    good = tmp_path / "good.cl"
+    good.write_text(GOOD)
+    out = run_script(path, "--kernel-file", str(good), "-q", env=env)
+    assert out.returncode == 0 and out.stdout.startswith("FIXED"), out.stdout + out.stderr
+    out = run_script(path, "--solution", "1,1", env=env)
+    assert out.returncode == 2 and "need pytest_mlirtrace" in out.stderr
+    out = run_script(path, "--help", env=env)
+    assert out.returncode == 0
+    for opt in ("--device", "--solution", "--all-solutions", "--show-kernel", "--standalone", "--kernel-file",
+                "--timeout", "--quiet", "--json"):
+        assert opt in out.stdout, opt
+
+
+def test_standalone_prints_the_same_with_and_without_the_package(tmp_path):
+    """--standalone through pytest_mlirtrace.repro.run and the script on its own: same text, same status."""
+    path = script(tmp_path, payload("build_error", KERNELS["build_error"]))
+    with_pkg = run_script(path, "--standalone", "--show-kernel")
+    without = run_script(path, "--show-kernel", env=no_package_env(tmp_path))
+    assert with_pkg.returncode == without.returncode == 1, with_pkg.stdout + without.stdout
+    strip = lambda s: re.sub(r"0x[0-9a-f]+|tempfile_\w+", "X", s)   # noqa: E731 - device address, build file
+    assert strip(with_pkg.stdout) == strip(without.stdout)
+    assert "REPRODUCED: build_error: build failed:" in without.stdout and "undeclared_thing" in without.stdout
+
+
+def test_run_in_process_without_a_script(capsys):
+    """run() takes the decoded payload too; with no standalone function it uses the template's (which
+    starts its child from the package's reproducer_template.py)."""
+    data = payload("wrong", KERNELS["wrong"])
+    assert run(data, ["--standalone", "-q"]) == 1
+    assert capsys.readouterr().out.startswith("REPRODUCED: wrong: output 0:")
+    assert run(dict(data, standalone=None, standalone_reason="made up"), ["--standalone", "-q"]) == 4
+    assert capsys.readouterr().out.strip() == "COULD NOT RUN: no standalone data: made up"
+    assert run(tmpl.encode_payload(data), ["--standalone", "--solution", "1"]) == 2
+    assert "need pytest_mlirtrace" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, status, rec, code", [
+    ("wrong", "ok", "ok", 0), ("wrong", "failures", "wrong", 1), ("wrong", "failures", "crash", 3),
+])
+def test_all_solutions_verdict(kind, status, rec, code):
+    got, msg = all_solutions_verdict({"kind": kind}, {"status": status, "error": "2 of 9 solutions fail",
+                                                      "recorded_status": rec})
+    assert got == code, msg
+
+
+def test_a_child_that_never_launches_is_a_hang(tmp_path):
+    """The child's alarm covers its start-up and the build too (here cut to 0.05 s)."""
+    src = render_script(payload("wrong", KERNELS["wrong"]))
+    marker = "SETUP_TIMEOUT_S, DEFAULT_TIMEOUT_S = 600.0, 30.0"
+    assert src.count(marker) == 1
+    path = tmp_path / "quick.py"
+    path.write_text(src.replace(marker, "SETUP_TIMEOUT_S, DEFAULT_TIMEOUT_S = 0.05, 30.0"))
+    out = run_script(path, "--standalone", "-q")
+    assert out.returncode == 3, out.stdout + out.stderr      # recorded: wrong; here: hang
+    assert "FAILS DIFFERENTLY: hang (recorded: wrong): no launch after 0.05 s of start-up and build" in out.stdout

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import seed_module  # noqa: E402
 from pytest_mlirtrace.runtime import WorkerPool, resolve_device  # noqa: E402
-from pytest_mlirtrace.tuning import Pipeline  # noqa: E402
+from pytest_mlirtrace.engine import Pipeline  # noqa: E402
 
 
 def main() -> int:

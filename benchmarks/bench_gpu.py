@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import seed_module, torch_ms  # noqa: E402
 from pytest_mlirtrace.ir import Module  # noqa: E402
-from pytest_mlirtrace.tuning import Pipeline, TuningDatabase  # noqa: E402
+from pytest_mlirtrace.engine import Pipeline, TuningDatabase  # noqa: E402
 
 
 def plain_dot(dt: str, s: int) -> Module:

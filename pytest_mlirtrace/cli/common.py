@@ -24,7 +24,7 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
 
 def read_source(path: str):
     """(Module, MLIR text or None) from a MIGraphX-text or MLIR file, with file:line errors."""
-    from ..trace import load_module
+    from ..engine import load_module
 
     try:
         with open(path, encoding="utf-8") as f:

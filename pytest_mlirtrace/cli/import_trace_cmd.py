@@ -46,7 +46,7 @@ def _logged_solution(parts, link):
 def _map_solution(pipe, low, raw: str | None):
     """(our Solution or None, why it did or didn't map)."""
     from .. import codegen
-    from ..tuning.tuner import parse_solution
+    from ..engine.tuner import parse_solution
 
     if not raw:
         return None, "the log names no solution"

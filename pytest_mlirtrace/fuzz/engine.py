@@ -3,7 +3,7 @@
 A *case* is one ``(module, solution, seed)``: the module compiled with that solution, run on
 ``ir.random_inputs(module, seed)`` and checked against the numpy oracle (``Pipeline.run``). One
 Hypothesis example is one module with 1..``max_solutions`` solutions, checked in parallel on
-``jobs`` lanes (each lane a :class:`~pytest_mlirtrace.tuning.Pipeline` with its own one-worker
+``jobs`` lanes (each lane a :class:`~pytest_mlirtrace.engine.Pipeline` with its own one-worker
 pool, so a crash or hang only costs that lane's worker; programs stay built in the workers and
 PoCL keeps its on-disk kernel cache, so replays and shrink steps that rebuild a kernel are cheap).
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hseed
 
-from .. import codegen, ir, mlir, repro, runtime, tuning
+from .. import codegen, ir, mlir, repro, runtime, engine
 from ..config import inject_now
 from ..strategies import SUPPORTED_KINDS, fused_cases
 from .examples import keyed_database
@@ -47,7 +47,7 @@ from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, Finding, Fuz
 class _Lane:
     def __init__(self, device, timeout_s: float, inject, db_path: Path):
         self.pool = runtime.WorkerPool(device, workers=1, timeout_s=timeout_s)
-        self.pipeline = tuning.Pipeline(device, pool=self.pool, database=tuning.TuningDatabase(db_path),
+        self.pipeline = engine.Pipeline(device, pool=self.pool, database=engine.TuningDatabase(db_path),
                                         timeout_s=timeout_s, inject=inject)
 
     def close(self):
@@ -115,7 +115,7 @@ class Fuzzer:
                 if left <= 0:
                     break
                 # never wait for a hang much past the budget
-                opts = tuning.RunOptions(timeout_s=min(self.o.timeout_s, max(2.0, left + 1.0)))
+                opts = engine.RunOptions(timeout_s=min(self.o.timeout_s, max(2.0, left + 1.0)))
                 t0 = time.monotonic()
                 r = lane.pipeline.configured(opts).run(module, solution=sol, seed=sd, mlir_text=mlir_text)
                 r.timeout_s = opts.timeout_s

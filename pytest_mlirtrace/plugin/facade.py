@@ -15,8 +15,8 @@ from ..repro.payload import device_description, device_key
 from ..config import SettingError, inject_now
 from ..runtime import DeviceError
 from ..trace import TraceLog
-from ..tuning import RunOptions
-from ..tuning.events import CompileFailed
+from ..engine import RunOptions
+from ..engine.events import CompileFailed
 from .keys import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
 
 

@@ -97,7 +97,7 @@ def _opts(opts) -> str:
 def rerun_isolated(rec, build_options: str) -> tuple[str, str]:
     """Run the recorded module, solution and seed again (in the runtime's worker processes) with the
     kernel built with ``build_options``; (status, first line of what went wrong)."""
-    from ..tuning import Pipeline
+    from ..engine import Pipeline
     from .payload import module_of
 
     module = module_of(rec)

@@ -36,7 +36,7 @@ def versions() -> dict:
 
 def device_key(rec: FailureRecord) -> str:
     """The device's key name (``pocl-cpu``, ``nvidia-h200``): the problem key's arch field."""
-    from ..tuning import parse_problem_key
+    from ..engine import parse_problem_key
     try:
         arch = parse_problem_key(rec.span.problem_key).get("arch", "")
     except Exception:   # noqa: BLE001
@@ -76,7 +76,7 @@ def build_payload(rec: FailureRecord, sig: str) -> dict:
 def module_of(rec: FailureRecord):
     """The module the recorded kernel was lowered from: the migraphx module text (its parameter names
     are the kernel's), else the MLIR."""
-    from ..trace import load_module
+    from ..engine import load_module
     if rec.span.module_text.strip():
         try:
             return load_module(rec.span.module_text)[0]
@@ -90,7 +90,7 @@ def _spec_of(rec: FailureRecord, module):
     if rec.spec is not None and getattr(rec.spec, "source", None) == rec.span.kernel_source:
         return rec.spec, ""
     from .. import codegen, runtime
-    from ..tuning.tuner import parse_solution
+    from ..engine.tuner import parse_solution
     dev = rec.device_info if rec.device_info is not None else runtime.resolve_device(rec.span.device)
     sol = parse_solution(codegen.problem_of(module), rec.span.solution)
     spec = codegen.lower(module, sol, dev, inject=rec.inject or None)
@@ -156,7 +156,7 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     if not rec.span.kernel_source.strip():
         return None, f"no kernel was produced ({rec.kind} before code generation)"
     from .. import codegen, ir
-    from ..tuning.tuner import oracle_tolerances
+    from ..engine.tuner import oracle_tolerances
 
     module = module_of(rec)
     spec, why = _spec_of(rec, module)

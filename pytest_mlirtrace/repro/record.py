@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..tuning.span import Span
+from ..engine.span import Span
 from ..vocab.status import FINDING_KINDS
 
 KINDS = tuple(s.value for s in FINDING_KINDS)   # the words: vocab.status
@@ -71,7 +71,7 @@ class FailureRecord:
 
     @classmethod
     def from_event(cls, ev, seed: int = 0, origin: str = "", **kw) -> "FailureRecord":
-        """From a ``tuning.CompileFailed`` event (any stage: lower, build, benchmark, run)."""
+        """From a ``engine.CompileFailed`` event (any stage: lower, build, benchmark, run)."""
         if ev.span is None:
             raise ValueError("CompileFailed event without a span: nothing to reproduce")
         return cls(ev.failure, ev.span, ev.stage, ev.error or ev.failure, seed=seed, origin=origin,
@@ -79,7 +79,7 @@ class FailureRecord:
 
     @classmethod
     def from_run(cls, run_result, origin: str = "", max_ms: float | None = None, **kw) -> "FailureRecord":
-        """From a ``tuning.RunResult`` that failed, or passed but took longer than ``max_ms`` ("slow")."""
+        """From a ``engine.RunResult`` that failed, or passed but took longer than ``max_ms`` ("slow")."""
         c = run_result.compiled
         if not run_result.ok:
             kind = run_result.status

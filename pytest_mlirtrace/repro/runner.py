@@ -68,7 +68,7 @@ def _run_package(data: dict, args) -> dict:
     import pytest_mlirtrace
     from .. import runtime
     from ..trace import TraceConfig, TraceSession
-    from ..tuning import TuningDatabase
+    from ..engine import TuningDatabase
 
     timeout = args.timeout or data.get("timeout_s") or tmpl.DEFAULT_TIMEOUT_S
     scratch = tempfile.mkdtemp(prefix="mlirtrace-repro-")

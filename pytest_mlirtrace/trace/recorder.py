@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import threading
 
-from ..tuning.events import CompileFailed, Event, ModuleLowered, SolutionFinished
-from ..tuning.span import Span
+from ..engine.events import CompileFailed, Event, ModuleLowered, SolutionFinished
+from ..engine.span import Span
 
 
 class TraceLog:

@@ -5,22 +5,10 @@ It always records every event in a :class:`TraceLog` and prints the MIGraphX-sty
 """
 from __future__ import annotations
 
-from ..ir import Module, parse_module
-from ..mlir import is_mlir, parse_mlir_module
-from ..tuning import Pipeline, RunOptions
+from ..engine import Pipeline, RunOptions, load_module
 from .config import TraceConfig
 from .recorder import TraceLog
 from .text_sink import TextSink
-
-
-def load_module(source, name: str = "<text>") -> tuple[Module, str | None]:
-    """A Module from IR, MIGraphX text or MLIR text; also the MLIR text when that is what was given."""
-    if isinstance(source, Module):
-        return source, None
-    text = str(source)
-    if is_mlir(text):
-        return parse_mlir_module(text, source=name), text
-    return parse_module(text, source=name), None
 
 
 class TraceSession:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from ..tuning.events import (BenchmarkStarted, CompileFailed, Event, FastestChosen, ModuleLowered, RunFinished,
+from ..engine.events import (BenchmarkStarted, CompileFailed, Event, FastestChosen, ModuleLowered, RunFinished,
                              SolutionBenchmarking, SolutionFinished, SolutionsBuilt)
 from .config import TraceConfig
 

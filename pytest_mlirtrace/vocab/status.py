@@ -2,7 +2,7 @@
 
 Each word is defined (and documented) once, here; the layers keep their own groups of them:
 :data:`JOB_STATUSES` (a kernel job in a worker: ``runtime``), :data:`FAILURES` (a solution through the
-pipeline: ``tuning``), :data:`FINDING_KINDS` (a failure record: ``repro``).
+pipeline: ``engine``), :data:`FINDING_KINDS` (a failure record: ``repro``).
 """
 from __future__ import annotations
 

@@ -3,12 +3,12 @@ nothing as a finding, however many cases were queued (once 678 worker failures b
 
 import pytest
 
-from pytest_mlirtrace import runtime, tuning
+from pytest_mlirtrace import runtime, engine
 from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
 
 
 def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(monkeypatch, tmp_path):
-    real = tuning.Pipeline.run
+    real = engine.Pipeline.run
     calls = {"n": 0}
 
     def run(self, *a, **kw):
@@ -17,7 +17,7 @@ def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(monkeypatch, t
             raise runtime.EnvironmentFailure("the OpenCL worker for 0:0 could not start: planted")
         return real(self, *a, **kw)
 
-    monkeypatch.setattr(tuning.Pipeline, "run", run)
+    monkeypatch.setattr(engine.Pipeline, "run", run)
     fz = Fuzzer(FuzzOptions(budget_s=60, seed=5, repro_dir=str(tmp_path / "repros"), database=None, jobs=1,
                             kinds=("pointwise",)))
     with pytest.raises(runtime.EnvironmentFailure, match="planted"):

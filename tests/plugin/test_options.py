@@ -87,7 +87,7 @@ def test_summary_lists_index_entries_no_report_named(pytester):
     pytester.makepyfile(test_lost="""
 from pytest_mlirtrace.plugin.plugin import STATE_KEY
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter
-from pytest_mlirtrace.tuning import Span
+from pytest_mlirtrace.engine import Span
 
 
 def test_lost(pytestconfig):

@@ -9,7 +9,7 @@ import pytest
 from pytest_mlirtrace import ir, runtime
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter
 from pytest_mlirtrace.repro.evidence import COMPILER, GENERATOR, SOURCE, UNDETERMINED, assess
-from pytest_mlirtrace.tuning import Pipeline, Span
+from pytest_mlirtrace.engine import Pipeline, Span
 
 KERNEL = "__kernel void k(__global float *y) { y[0] = 1.0f; }"
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter, signature
-from pytest_mlirtrace.tuning import RunOptions
+from pytest_mlirtrace.engine import RunOptions
 
 DOT_T = """\
 a = @param:a -> float_type, {1, 5, 3}, {15, 3, 1}
@@ -24,7 +24,7 @@ b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}
 def session(tmp_path, monkeypatch):
     from pytest_mlirtrace.runtime import DeviceError
     from pytest_mlirtrace.trace import TraceConfig, TraceSession
-    from pytest_mlirtrace.tuning import TuningDatabase
+    from pytest_mlirtrace.engine import TuningDatabase
 
     monkeypatch.delenv("MLIRTRACE_INJECT", raising=False)
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter, normalise_error, render_script, signature
 from pytest_mlirtrace.repro.reproducer_template import load_payload
-from pytest_mlirtrace.tuning import Span
+from pytest_mlirtrace.engine import Span
 
 MLIR = """\
 func.func @mlir_dot_add(%arg0: !migraphx.shaped<1x5x4xf32, 20x4x1>, %arg1: !migraphx.shaped<1x4x3xf32, 12x3x1>, %arg2: !migraphx.shaped<1x5x3xf32, 15x3x1>) -> !migraphx.shaped<1x5x3xf32, 15x3x1> attributes {arch = "pocl-cpu", kernel = "mixr", num_cu = 2 : i64} {

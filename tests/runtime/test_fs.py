@@ -13,7 +13,7 @@ import pytest
 from pytest_mlirtrace import fs
 from pytest_mlirtrace.repro import files as repro_files
 from pytest_mlirtrace.runtime import pocl_fix, pool as pool_mod
-from pytest_mlirtrace.tuning import database
+from pytest_mlirtrace.engine import database
 
 ROOT = str(Path(__file__).resolve().parents[2])
 

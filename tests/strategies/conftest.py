@@ -6,11 +6,11 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory):
-    from pytest_mlirtrace import runtime, tuning
+    from pytest_mlirtrace import runtime, engine
 
     try:
         device = runtime.resolve_device(None)
     except Exception as e:  # pragma: no cover - no OpenCL here
         pytest.skip(f"no OpenCL device: {e}")
-    db = tuning.TuningDatabase(tmp_path_factory.mktemp("tuning") / "tuning.json")
-    return tuning.Pipeline(device, database=db, timeout_s=60.0, inject="")
+    db = engine.TuningDatabase(tmp_path_factory.mktemp("tuning") / "tuning.json")
+    return engine.Pipeline(device, database=db, timeout_s=60.0, inject="")

@@ -5,9 +5,9 @@ import pytest
 
 from pytest_mlirtrace import codegen
 from pytest_mlirtrace.trace import TraceSession
-from pytest_mlirtrace.tuning import TuningDatabase
+from pytest_mlirtrace.engine import TuningDatabase
 
-from ..tuning.conftest import seed_like
+from ..engine.conftest import seed_like
 
 
 @pytest.fixture

@@ -128,7 +128,7 @@ def test_keys_in_real_logs_parse(where, text):
 
 def test_codegen_and_tuning_write_one_key():
     from pytest_mlirtrace import codegen
-    from pytest_mlirtrace.tuning import problem_key
+    from pytest_mlirtrace.engine import problem_key
 
     class Dev:
         key_name, compute_units = "pocl-cpu", 2

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from pytest_mlirtrace.trace import load_module
-from pytest_mlirtrace.tuning import Pipeline
+from pytest_mlirtrace.engine import Pipeline
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
 

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_mlirtrace import codegen
 from pytest_mlirtrace.trace import TraceConfig, TraceSession
-from pytest_mlirtrace.tuning import Pipeline
+from pytest_mlirtrace.engine import Pipeline
 
 from .conftest import seed_like
 

@@ -13,7 +13,7 @@ def device():
 
 @pytest.fixture
 def tuning_db(tmp_path):
-    from pytest_mlirtrace.tuning import TuningDatabase
+    from pytest_mlirtrace.engine import TuningDatabase
 
     return TuningDatabase(tmp_path / "tuning.json")
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_mlirtrace.cli.main import main
+from tests.corpus import TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "traces"
+CORPUS = TRACES
 
 
 def test_seed_log_imports_linked_and_its_reproducer_passes_on_pocl(tmp_path, capsys):

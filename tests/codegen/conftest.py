@@ -1,14 +1,9 @@
 """Codegen tests run kernels through the isolated runtime (worker processes; PoCL CPU by default)."""
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-import cg_ocl as ocl  # noqa: E402
+from . import cg_ocl as ocl
 
 
 @pytest.fixture(scope="session")

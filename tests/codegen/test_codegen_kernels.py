@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-import cg_ocl as ocl
-from cg_modules import (gemm, gemm_tangled, pointwise_int, pointwise_mod, pointwise_reshape, reduce_mod, seed, softmax_mod)
+from . import cg_ocl as ocl
+from .cg_modules import (gemm, gemm_tangled, pointwise_int, pointwise_mod, pointwise_reshape, reduce_mod, seed, softmax_mod)
 from pytest_mlirtrace.codegen import default_solution, lower, problem_of
 from pytest_mlirtrace.ir import Module
 
@@ -178,9 +178,9 @@ def test_fault_infinite_loop_source_and_safe_config():
 
 _OOB_SCRIPT = """
 import sys
-sys.path.insert(0, {here!r})
-import cg_ocl as ocl
-from cg_modules import gemm
+sys.path.insert(0, {root!r})
+from tests.codegen import cg_ocl as ocl
+from tests.codegen.cg_modules import gemm
 from pytest_mlirtrace.codegen import lower
 m = gemm(17, 19, 23)
 bad = ocl.check(m, lower(m, "4,16,8,4,16,16,0,4", ocl.limits(), inject="oob_write_n_edge"))
@@ -194,7 +194,7 @@ def test_fault_oob_write_n_edge_in_a_subprocess():
     assert (lower(m, "4,16,8,4,16,16,0,4", lim, inject="oob_write_n_edge").source
             != lower(m, "4,16,8,4,16,16,0,4", lim).source)
     assert not _fires(gemm(17, 32, 23), "4,16,8,4,16,16,0,4", "oob_write_n_edge")  # n % NPerBlock == 0
-    code = _OOB_SCRIPT.format(here=os.path.dirname(os.path.abspath(__file__)))
+    code = _OOB_SCRIPT.format(root=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                         cwd=os.path.join(os.path.dirname(__file__), "..", ".."))
     # wrong numbers, or a crash from the writes past the buffer: either way not "RIGHT"

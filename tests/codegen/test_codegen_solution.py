@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cg_modules import gemm, pointwise_mod, reduce_mod, seed, softmax_mod
+from .cg_modules import gemm, pointwise_mod, reduce_mod, seed, softmax_mod
 from pytest_mlirtrace.codegen import (FAULTS, FIELDS, DeviceLimits, FaultError, LoweringError, NotApplicable,
                                       NotSupported, Solution, SolutionError, check_applicable, default_solution,
                                       lower, pack_inputs, problem_of, quick_list, space, unpack_outputs)

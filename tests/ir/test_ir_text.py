@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from pytest_mlirtrace.ir import Module, TextParseError, evaluate, parse_module, print_module, random_inputs
+from tests.corpus import MISSING, TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-TRACES = Path("/work/shared/corpus/traces")
 
 
 def test_seed_module_round_trips_byte_for_byte():
@@ -39,7 +39,7 @@ def _trace_lines(name: str) -> list[str]:
     return lines[i:]
 
 
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="no /work/shared/corpus/traces")
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=MISSING)
 
 
 @needs_traces

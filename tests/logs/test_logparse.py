@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mlirtrace.logs import LogError, TraceLogParts, parse_log, parse_perf_config, parse_problem_key
+from tests.corpus import ROCMLIR, TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
 SEED = DATA / "seed.log"
-CORPUS = Path("/work/shared/corpus/traces")
-ROCMLIR = Path("/work/shared/corpus/rocmlir")
+CORPUS = TRACES
 
 
 def _layer_available() -> bool:

@@ -1,4 +1,4 @@
-"""Every real rocMLIR test program in /work/shared/corpus/rocmlir, taken as it is.
+"""Every real rocMLIR test program in the shared corpus (tests/corpus.py), taken as it is.
 
 Supported funcs parse, verify against the shape rules and run on the oracle; the others
 say why (op / type and line:column).  ``test_corpus_summary`` prints the numbers
@@ -10,17 +10,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from mlir_helpers import macs
+from .mlir_helpers import macs
 
 from pytest_mlirtrace.ir import evaluate, random_inputs
 from pytest_mlirtrace.mlir import MLIRParseError, emit_func, normalise_mlir, parse_mlir
+from tests.corpus import MISSING, ROCMLIR, TRACES
 
-CORPUS = Path("/work/shared/corpus/rocmlir")
-TRACES = Path("/work/shared/corpus/traces")
+CORPUS = ROCMLIR
 FILES = sorted(CORPUS.glob("*.mlir")) if CORPUS.is_dir() else []
 EVAL_BUDGET = 1e9     # multiply-adds; the oracle computes in float64 on the CPU
 
-pytestmark = pytest.mark.skipif(not FILES, reason="no /work/shared/corpus/rocmlir")
+pytestmark = pytest.mark.skipif(not FILES, reason=MISSING)
 
 _RESULTS: dict[str, list] = {}
 

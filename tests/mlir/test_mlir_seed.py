@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from mlir_helpers import assert_same_outputs
+from .mlir_helpers import assert_same_outputs
 
 from pytest_mlirtrace.ir import parse_module, print_module
 from pytest_mlirtrace.mlir import (emit_mlir, module_difference, normalise_mlir, param_names, parse_mlir,

@@ -5,9 +5,10 @@ import pytest
 
 from pytest_mlirtrace.cli.main import main
 from pytest_mlirtrace.mlir import is_mlir
+from tests.corpus import MISSING, ROCMLIR
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CORPUS = Path("/work/shared/corpus/rocmlir")
+CORPUS = ROCMLIR
 
 
 def run(capsys, *argv):
@@ -47,7 +48,7 @@ def test_show_mlir_shaped_conversion(capsys):
     assert rc == 0 and "migraphx.dot %2, %0 : <1x384x768xf16, 294912x768x1>" in out
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="no corpus")
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=MISSING)
 def test_show_mlir_with_unsupported_funcs(capsys):
     path = CORPUS / "fusion__pr-e2e__attention__mixr-attention.mlir"
     rc, out, err = run(capsys, path)

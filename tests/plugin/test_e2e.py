@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from plugin_helpers import NASTY_COMMENT, repro_env, run_reproducers
+from .plugin_helpers import NASTY_COMMENT, repro_env, run_reproducers
 
 pytest_plugins = ["pytester"]
 

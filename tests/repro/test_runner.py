@@ -14,7 +14,7 @@ from pytest_mlirtrace.repro import render_script, run
 from pytest_mlirtrace.repro import reproducer_template as tmpl
 from pytest_mlirtrace.repro.runner import all_solutions_verdict
 
-from test_standalone import GOOD, KERNELS, payload
+from .test_standalone import GOOD, KERNELS, payload
 
 MAX_CODE_LINES = 375   # without the payload lines: 368 (591 when the package path was copied into it)
 STANDALONE_IMPORTS = {"__future__", "argparse", "base64", "json", "os", "re", "signal", "subprocess", "sys", "zlib",

@@ -7,12 +7,12 @@ from pytest_mlirtrace import codegen
 from pytest_mlirtrace.trace import TraceSession
 from pytest_mlirtrace.engine import TuningDatabase
 
-from ..engine.conftest import seed_like
+from pytest_mlirtrace.ir.examples import seed_module
 
 
 @pytest.fixture
 def small_seed():
-    return seed_like("f32", heads=2, seq=24, hd=8, n=40)
+    return seed_module("f32", heads=2, seq=24, hd=8, n=40)
 
 
 def _watch(session, out):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mlirtrace.vocab import PerfConfigError, format_perf_config, parse_perf_config
+from tests.corpus import CORPUS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
-CORPUS = Path("/work/shared/corpus")
 
 
 @pytest.mark.parametrize("raw,version,prefixed,kind,values", [

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from pytest_mlirtrace.vocab import KEY_FIELDS, ProblemKeyError, format_problem_key, parse_problem_key
+from tests.corpus import TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
-CORPUS = Path("/work/shared/corpus/traces")
+CORPUS = TRACES
 
 SEED_FIELDS = {"t": "f16", "out_datatype": "f16", "transA": False, "transB": False, "g": 1, "m": 384, "n": 768,
                "k": 768}

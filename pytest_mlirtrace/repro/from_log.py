@@ -1,0 +1,138 @@
+"""Reproducers from a real MIGraphX log: every MLIR module it printed is run here -- with the logged
+solution where it maps onto our perf-config fields, else the best of a quick tune (or the default) --
+and written out as a reproducer + ticket; what cannot run is listed with its reason, never dropped."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .record import FailureRecord
+from .writer import ReproWriter
+
+
+def _logged_solution(parts, link):
+    """The solution the log names for this MLIR: the fastest of its benchmark block, or the one it died on."""
+    if link is None:
+        return None
+    if link.error is not None:
+        err = parts.errors[link.error]
+        if getattr(err, "solution", None):
+            return str(err.solution)
+    if link.bench is not None:
+        b = parts.benchmarks[link.bench]
+        if b.fastest is not None:
+            return b.fastest.raw
+        if b.solutions:
+            return b.solutions[-1].config.raw if hasattr(b.solutions[-1].config, "raw") else str(b.solutions[-1].config)
+    return None
+
+
+def _map_solution(pipe, low, raw: str | None):
+    """(our Solution or None, why it did or didn't map)."""
+    from .. import codegen
+    from ..engine.tuner import parse_solution
+
+    if not raw:
+        return None, "the log names no solution"
+    try:
+        sol = parse_solution(low.problem, raw)      # any perf-config form (vocab.parse_perf_config)
+        codegen.check_applicable(low.problem, sol, pipe.device)
+        return sol, f"logged solution {raw} maps onto our {low.problem.kind} fields"
+    except (codegen.SolutionError, codegen.NotApplicable) as e:
+        return None, f"logged solution {raw} does not map: {e}"
+
+
+def _module_for(parts, link, func_module):
+    """The logged migraphx module (names as MIGraphX printed them) when it is the same program."""
+    from ..mlir import module_difference
+
+    if link is None or link.module is None:
+        return func_module
+    dump = parts.module_dumps[link.module]
+    m = getattr(dump, "module", None)
+    if m is None or m.unsupported_ops():
+        return func_module
+    try:
+        m.verify()
+        if module_difference(m, func_module) is None:
+            return m
+    except Exception:  # noqa: BLE001 - a dump we can't verify stays a dump; the MLIR is what runs
+        pass
+    return func_module
+
+
+def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = False, stdout=None,
+               stderr=None) -> int:
+    """Import the log ``text`` (named ``log``) into ``out``: parts.json, a reproducer + ticket per runnable
+    MLIR module, import-report.json; what it does is printed to ``stdout`` (errors of the log to
+    ``stderr``). ``make_session()`` gives the TraceSession to run on, made only when there is MLIR to run.
+    The exit status: 0 all ran right, 1 one failed here, 2 nothing MIGraphX printed was found."""
+    from ..logs import parse_log
+
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parts = parse_log(text, source=log)
+    for err in parts.errors_found:
+        print(f"{log}:{err.line}: {err.message}", file=stderr)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "parts.json"), "w") as f:
+        f.write(parts.to_json())
+    print(parts.summary().rstrip(), file=stdout)
+    found = (parts.mlir_modules or parts.module_dumps or parts.benchmarks or parts.errors or parts.code_objects
+             or parts.kernel_timings)
+    if not found:
+        print(f"mlirtrace: {log}: nothing MIGraphX printed was found in it", file=stderr)
+        return 2
+    if not parts.mlir_modules:
+        print("no MLIR module in this log: nothing to reproduce (its parts are in parts.json)", file=stdout)
+
+    s = make_session()
+    writer = ReproWriter(out)
+    failed = 0
+    report = []
+    for part in parts.mlir_modules:
+        where = f"{log}:{part.start_line}-{part.end_line}"
+        link = parts.links.get(part.index)
+        if not part.runnable or not part.modules:
+            why = part.why_not or "the mlir layer could not read it"
+            print(f"MLIR {part.index} ({where}) {part.name or '?'}: not runnable: {why}", file=stdout)
+            report.append({"mlir": part.index, "runnable": False, "why_not": why})
+            continue
+        for func, fmod in zip([p for p in part.parsed if p.module is not None], part.modules):
+            module = _module_for(parts, link, fmod)
+            low = s.pipeline.lower_module(module, mlir_text=part.text)
+            raw = _logged_solution(parts, link)
+            sol, how = _map_solution(s.pipeline, low, raw)
+            if sol is None:
+                if no_tune:
+                    sol, _ = s.pipeline.best_known(low)
+                    how += "; using the default solution"
+                else:
+                    tuned = s.pipeline.tune(module, mlir_text=part.text)
+                    sol = tuned.best.solution if tuned.best is not None else None
+                    how += "; using the best of a quick tune" if sol is not None else "; no solution passed a tune"
+            res = s.pipeline.run(module, solution=sol, mlir_text=part.text)
+            origin = f"import-trace {where}"
+            if res.ok:
+                logged_err = parts.errors[link.error].message if link and link.error is not None else ""
+                rec = FailureRecord("imported", res.compiled.span, "run",
+                                    f"imported from {where}; runs correctly on {s.device.key_name}"
+                                    + (f"; the log reported: {logged_err}" if logged_err else ""),
+                                    seed=res.seed, origin=origin, time_ms=res.time_ms)
+            else:
+                failed += 1
+                rec = FailureRecord.from_run(res, origin=origin, device_info=s.device)
+            w = writer.write(rec)
+            state = "ok" if res.ok else f"FAILED ({res.status})"
+            print(f"MLIR {part.index} ({where}) @{func.name}: {state} with solution {res.compiled.span.solution} "
+                  f"({how}); reproducer {w.script_path}", file=stdout)
+            if link is not None:
+                print(f"    linked: module dump {link.module} ({link.module_reason}), "
+                      f"benchmark block {link.bench} ({link.bench_reason}), error {link.error}", file=stdout)
+            report.append({"mlir": part.index, "func": func.name, "runnable": True, "status": res.status,
+                           "solution": res.compiled.span.solution, "solution_source": how,
+                           "reproducer": str(w.script_path), "signature": w.signature})
+    with open(os.path.join(out, "import-report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    return 1 if failed else 0

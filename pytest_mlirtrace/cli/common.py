@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 
@@ -79,31 +78,62 @@ def solution_usage(args):
 
 
 class Progress:
-    """A one-line progress bar on a TTY (stderr), periodic lines otherwise."""
+    """Tune's progress on ``stream`` (stderr). On a terminal, a ``rich`` progress bar: solutions
+    benchmarked out of all, time since the tuning began, the last solution and its status. Otherwise a
+    plain ``LABEL: DONE/TOTAL (ELAPSEDs)`` line every ``every_s`` and at the end. Use it as a context
+    manager (or call :meth:`close`) so that the bar is taken down however the tuning ends."""
 
     def __init__(self, total: int, label: str, stream=None, every_s: float = 5.0):
+        from ..trace.table import is_terminal
+
         self.total, self.label = total, label
         self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        self.tty = is_terminal(self.stream)
         self.t0 = self.last = time.monotonic()
         self.every_s = every_s
+        self._bar = self._task = None
+        self._live = False
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            from ..trace.table import terminal_console
+
+            self._bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("{task.fields[current]}", markup=False),
+                            console=terminal_console(self.stream), refresh_per_second=4,
+                            redirect_stdout=False, redirect_stderr=False)
+            # the task's clock starts now, with the builds; the bar shows from the first result on
+            self._task = self._bar.add_task(label, total=total or None, current="")
 
     def __call__(self, done: int, total: int | None = None, row=None) -> None:
         total = total or self.total
-        now = time.monotonic()
-        if self.tty:
-            width = 30
-            fill = int(width * done / max(total, 1))
-            extra = f" {row.solution} {row.status}" if row is not None else ""
-            self.stream.write(f"\r{self.label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} "
-                              f"{now - self.t0:5.1f}s{extra[:40]:<40}")
+        if self._bar is not None:
+            current = f"{row.solution} {row.status}" if row is not None else ""
+            self._bar.update(self._task, total=max(total, 1), completed=done, current=current)
+            if not self._live:
+                self._live = True
+                self._bar.start()
             if done >= total:
-                self.stream.write("\n")
-            self.stream.flush()
-        elif now - self.last >= self.every_s or done >= total:
+                self.close()
+            return
+        now = time.monotonic()
+        if now - self.last >= self.every_s or done >= total:
             self.last = now
             self.stream.write(f"{self.label}: {done}/{total} ({now - self.t0:.1f}s)\n")
             self.stream.flush()
+
+    def close(self) -> None:
+        """Take the bar down (a last refresh, then a new line); nothing when it never showed."""
+        if self._live:
+            self._live = False
+            self._bar.stop()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def run_guarded(fn, args) -> int:

@@ -1,6 +1,7 @@
 """``mlirtrace tune FILE [--quick|--exhaustive]``: benchmark solutions, keep the fastest correct one."""
 from __future__ import annotations
 
+from ..trace import table
 from .common import Progress, add_device_options, open_module, run_guarded
 
 
@@ -20,21 +21,17 @@ def add_parser(sub, name):
 
 
 def format_table(rows) -> str:
-    w = max([len("solution")] + [len(r.solution) for r in rows])
-    lines = [f"{'solution':<{w}}  {'status':<14} {'time_ms':>10} {'build_s':>8}  span"]
-    for r in sorted(rows, key=lambda r: (r.time_ms is None, r.time_ms or 0)):
-        t = f"{r.time_ms:.4f}" if r.time_ms is not None else "-"
-        lines.append(f"{r.solution:<{w}}  {r.status:<14} {t:>10} {r.build_s:>8.2f}  {r.span_hash}")
-    return "\n".join(lines)
+    """The results table as plain text, fastest first."""
+    return table.solution_table(rows, fastest_first=True)
 
 
 def _run(args) -> int:
     module, mlir_text, s = open_module(args, repeats=args.repeats)
-    bar = Progress(0, "tuning")
-    res = s.pipeline.tune(module, mode=args.mode, mlir_text=mlir_text, use_database=not args.no_database,
-                          progress=bar)
+    with Progress(0, "tuning") as bar:
+        res = s.pipeline.tune(module, mode=args.mode, mlir_text=mlir_text, use_database=not args.no_database,
+                              progress=bar)
     print(f"problem: {res.lowered.key}")
-    print(format_table(res.rows))
+    table.echo(table.SOLUTION_COLUMNS, table.solution_rows(res.rows, fastest_first=True))
     print(f"builds: {res.build_wall_s:.2f}s wall for {res.build_sum_s:.2f}s of builds")
     if res.best is None:
         print("no solution built and matched the oracle")

@@ -2,34 +2,43 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
 
 from .. import ir
+from ..trace.table import is_terminal, terminal_console
 from .engine import Fuzzer
 from .options import FuzzOptions
 
 
 class Progress:
-    """Progress on stderr: one updating line on a TTY, a line every ``every_s`` otherwise."""
+    """Progress on stderr. On a terminal, a ``rich`` progress bar over the time budget with the line's
+    counts, redrawn in place at most every 0.2s; otherwise :meth:`line` every ``every_s``."""
 
     def __init__(self, stream=None, every_s: float = 10.0, quiet: bool = False):
         self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        self.tty = is_terminal(self.stream)
         self.every_s = every_s
         self.quiet = quiet
         self.last = 0.0
-        self.width = 0
+        self._bar = self._task = None
         self._lock = threading.Lock()
 
     @staticmethod
-    def line(fz) -> str:
+    def clock(fz) -> str:
+        return f"{fz.stats.elapsed_s:5.1f}s/{fz.o.budget_s:g}s"
+
+    @staticmethod
+    def counts(fz) -> str:
         st = fz.stats
         fails = ", ".join(f"{k} {v}" for k, v in sorted(st.failures.items())) or "none"
-        return (f"fuzz {st.elapsed_s:5.1f}s/{fz.o.budget_s:g}s  {st.cases} cases ({st.rate:.2f}/s)  "
-                f"failures: {fails}  reproducers: {len(fz.findings)}  [{st.phase}]")
+        return (f"{st.cases} cases ({st.rate:.2f}/s)  failures: {fails}  reproducers: {len(fz.findings)}  "
+                f"[{st.phase}]")
+
+    @classmethod
+    def line(cls, fz) -> str:
+        return f"fuzz {cls.clock(fz)}  {cls.counts(fz)}"
 
     def __call__(self, fz) -> None:
         if self.quiet:
@@ -39,21 +48,39 @@ class Progress:
             if self.tty:
                 if now - self.last < 0.2:
                     return
-                text = self.line(fz)
-                pad = max(0, self.width - len(text))
-                self.stream.write("\r" + text + " " * pad)
-                self.width = len(text)
+                self._draw(fz)
             else:
                 if now - self.last < self.every_s:
                     return
                 self.stream.write(self.line(fz) + "\n")
+                self.stream.flush()
             self.last = now
-            self.stream.flush()
+
+    def _draw(self, fz) -> None:
+        budget = max(float(fz.o.budget_s), 1e-9)
+        fields = dict(completed=min(fz.stats.elapsed_s, budget), clock=self.clock(fz), counts=self.counts(fz))
+        if self._bar is None:
+            from rich.progress import BarColumn, TextColumn
+            from rich.progress import Progress as Bar
+            from rich.table import Column
+
+            fixed = dict(table_column=Column(no_wrap=True))     # these keep their width: a narrow terminal
+            self._bar = Bar(TextColumn("fuzz", **fixed), BarColumn(bar_width=20, **fixed),
+                            TextColumn("{task.fields[clock]}", markup=False, **fixed),
+                            TextColumn("{task.fields[counts]}", markup=False, table_column=Column()),  # wraps
+                            console=terminal_console(self.stream),
+                            auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
+            self._task = self._bar.add_task("fuzz", total=budget, **fields)
+            self._bar.start()                       # draws it
+        else:
+            self._bar.update(self._task, refresh=True, **fields)
 
     def done(self) -> None:
-        if self.tty and not self.quiet and self.width:
-            self.stream.write("\n")
-            self.stream.flush()
+        """Take the bar down (a last redraw, then a new line); nothing when it never showed."""
+        with self._lock:
+            if self._bar is not None:
+                self._bar.stop()
+                self._bar = None
 
 
 def summary(report, lanes) -> str:

@@ -1,4 +1,4 @@
-"""Make the pip PoCL CPU device (and an ICD-less NVIDIA driver) usable.
+"""Make the pip PoCL CPU device (and an ICD-less NVIDIA driver) usable (the byte patch itself: pocl_patch.py).
 
 Why: the PoCL shipped by ``pocl-binary-distribution`` 3.0 is linked against
 LLVM 14.  On CPUs newer than LLVM 14 (e.g. AMD Zen 5, family 26)
@@ -29,15 +29,12 @@ import glob
 import hashlib
 import importlib
 import importlib.util
-import io
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 
 __all__ = [
     "ensure_opencl_env",
@@ -52,22 +49,6 @@ __all__ = [
     "ElfImage",
     "fix_state",
 ]
-
-# pocl_get_llvm_cpu_name: push rbp; push rbx; sub rsp,8; call rel32
-POCL_FUNC_SIG = bytes.fromhex("5553 4883ec08 e8".replace(" ", ""))
-# rest of pocl_get_llvm_cpu_name after the call: mov rbp,rax; mov rbx,rdx
-POCL_FUNC_TAIL = bytes.fromhex("4889c5 4889d3".replace(" ", ""))
-# llvm::sys::getHostCPUName: xor eax,eax; mov rsi,rbx; cpuid
-HOST_CPU_SIG = bytes.fromhex("31c0 4889de 0fa2".replace(" ", ""))
-# our replacement starts with "lea rax,[rip+disp32]"
-PATCH_PREFIX = b"\x48\x8d\x05"
-SYMBOL = b"pocl_get_llvm_cpu_name"
-
-CPU_LEVELS = (
-    ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
-    ("x86-64-v3", ("avx2", "fma", "bmi1", "bmi2", "movbe", "f16c")),
-    ("x86-64-v2", ("sse4_2", "popcnt", "ssse3")),
-)
 
 ENV_OPT_OUT = "MLIRTRACE_NO_POCL_FIX"
 # the CPU PoCL's LLVM builds kernels for, whatever the host is (e.g. ``znver3`` or ``x86-64-v3``:
@@ -87,172 +68,6 @@ NVIDIA_DIRS = (
 )
 
 
-class PatchError(Exception):
-    """The library does not look like the one we know how to patch."""
-
-
-# ---------------------------------------------------------------- ELF -----
-
-class ElfImage:
-    """The loaded segments and exported symbols of a little-endian ELF64 image (read by pyelftools)."""
-
-    def __init__(self, data: bytes):
-        from elftools.common.exceptions import ELFError
-        from elftools.elf.elffile import ELFFile
-        try:
-            self._elf = ELFFile(io.BytesIO(data))
-            if self._elf.elfclass != 64 or not self._elf.little_endian:
-                raise PatchError("not a little-endian ELF64 file")
-            # (offset, vaddr, filesz, flags) of each PT_LOAD segment
-            self.loads = [(seg["p_offset"], seg["p_vaddr"], seg["p_filesz"], seg["p_flags"])
-                          for seg in self._elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
-        except (ELFError, struct.error, ValueError) as e:
-            raise PatchError(f"not a readable ELF file: {e}") from None
-        self.data = data
-
-    def vaddr_to_offset(self, vaddr: int) -> int:
-        off = next(self._elf.address_offsets(vaddr), None)
-        if off is None:
-            raise PatchError(f"address {vaddr:#x} not in a loaded segment")
-        return off
-
-    def offset_to_vaddr(self, offset: int) -> int:
-        for off, va, sz, _fl in self.loads:
-            if off <= offset < off + sz:
-                return offset - off + va
-        raise PatchError(f"file offset {offset:#x} not in a loaded segment")
-
-    def is_exec_offset(self, offset: int) -> bool:
-        from elftools.elf.constants import P_FLAGS
-        return any(off <= offset < off + sz and fl & P_FLAGS.PF_X for off, _va, sz, fl in self.loads)
-
-    def dynamic_symbol(self, name: bytes) -> int | None:
-        """Virtual address of an exported (defined) symbol in .dynsym, or None."""
-        from elftools.elf.sections import SymbolTableSection
-        for sec in self._elf.iter_sections():
-            if not isinstance(sec, SymbolTableSection) or sec["sh_type"] != "SHT_DYNSYM":
-                continue
-            for sym in sec.get_symbol_by_name(name.decode()) or ():
-                if sym["st_shndx"] != "SHN_UNDEF" and sym["st_value"]:
-                    return sym["st_value"]
-        return None
-
-
-@dataclass(frozen=True)
-class PatchSite:
-    func_offset: int     # file offset of pocl_get_llvm_cpu_name
-    target_offset: int   # file offset of llvm::sys::getHostCPUName
-    target_vaddr: int
-    already_patched: bool
-
-
-def _call_target(elf: ElfImage, func_off: int) -> tuple[int, int]:
-    rel = struct.unpack_from("<i", elf.data, func_off + 7)[0]
-    func_va = elf.offset_to_vaddr(func_off)
-    target_va = func_va + 11 + rel
-    return target_va, elf.vaddr_to_offset(target_va)
-
-
-def _looks_patched(data: bytes, off: int) -> bool:
-    return (data[off:off + 3] == PATCH_PREFIX and data[off + 7] == 0xBA
-            and data[off + 12] == 0xC3)
-
-
-def find_patch_site(data: bytes) -> PatchSite:
-    """Locate getHostCPUName through the call in pocl_get_llvm_cpu_name.
-
-    The exported symbol is looked up in .dynsym; if that fails, the function
-    prologue is searched for as a byte pattern.  Raises PatchError when the
-    signatures do not match.
-    """
-    elf = ElfImage(data)
-    candidates = []
-    va = elf.dynamic_symbol(SYMBOL)
-    if va is not None:
-        candidates.append(elf.vaddr_to_offset(va))
-    else:  # no section headers: pattern search in executable segments
-        pat = POCL_FUNC_SIG
-        pos = data.find(pat)
-        while pos >= 0:
-            if (data[pos + 11:pos + 11 + len(POCL_FUNC_TAIL)] == POCL_FUNC_TAIL
-                    and elf.is_exec_offset(pos)):
-                candidates.append(pos)
-            pos = data.find(pat, pos + 1)
-    for func_off in candidates:
-        if data[func_off:func_off + len(POCL_FUNC_SIG)] != POCL_FUNC_SIG:
-            continue
-        try:
-            target_va, target_off = _call_target(elf, func_off)
-        except PatchError:
-            continue
-        if not elf.is_exec_offset(target_off):
-            continue
-        if data[target_off:target_off + len(HOST_CPU_SIG)] == HOST_CPU_SIG:
-            return PatchSite(func_off, target_off, target_va, False)
-        if _looks_patched(data, target_off):
-            return PatchSite(func_off, target_off, target_va, True)
-    raise PatchError("pocl_get_llvm_cpu_name / getHostCPUName signature not found")
-
-
-def patch_libpocl_bytes(data: bytes, cpu_name: str) -> bytes:
-    """Return a copy of libpocl with getHostCPUName returning *cpu_name*."""
-    site = find_patch_site(data)
-    if site.already_patched:
-        raise PatchError("library is already patched")
-    elf = ElfImage(data)
-    needle = b"\x00" + cpu_name.encode() + b"\x00"
-    pos = data.find(needle)
-    while pos >= 0 and elf.is_exec_offset(pos + 1):
-        pos = data.find(needle, pos + 1)
-    if pos < 0:
-        raise PatchError(f"string {cpu_name!r} not found in the library")
-    str_va = elf.offset_to_vaddr(pos + 1)
-    disp = str_va - (site.target_vaddr + 7)
-    code = (PATCH_PREFIX + struct.pack("<i", disp)          # lea rax,[rip+disp]
-            + b"\xba" + struct.pack("<I", len(cpu_name))    # mov edx,len
-            + b"\xc3")                                      # ret
-    out = bytearray(data)
-    out[site.target_offset:site.target_offset + len(code)] = code
-    return bytes(out)
-
-
-# ------------------------------------------------------------ host CPU ----
-
-def host_cpu_flags(cpuinfo_text: str | None = None) -> set[str]:
-    if cpuinfo_text is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                cpuinfo_text = f.read()
-        except OSError:
-            return set()
-    for line in cpuinfo_text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
-def _cpu_model_string() -> str:
-    fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                k, _, v = line.partition(":")
-                fields[k.strip()] = v.strip()
-    except OSError:
-        pass
-    return "|".join(fields.get(k, "") for k in
-                    ("vendor_id", "cpu family", "model", "model name", "stepping"))
-
-
-def choose_cpu_name(flags: set[str]) -> str:
-    for name, need in CPU_LEVELS:
-        if all(f in flags for f in need):
-            return name
-    return "x86-64"
-
-
 # --------------------------------------------------------------- paths ----
 
 def _load_fs():
@@ -270,6 +85,24 @@ def _load_fs():
     return sys.modules[name]
 
 
+def _load_patch():
+    """``pocl_patch.py`` beside this file (by path in a worker, as this module is)."""
+    if __package__:
+        return importlib.import_module(__package__ + ".pocl_patch")
+    name = "_mlirtrace_runtime_pocl_patch"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                         "pocl_patch.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+_patch = _load_patch()
+(find_patch_site, patch_libpocl_bytes, choose_cpu_name, host_cpu_flags, cpu_model_string, PatchSite, PatchError,
+ ElfImage) = (_patch.find_patch_site, _patch.patch_libpocl_bytes, _patch.choose_cpu_name, _patch.host_cpu_flags,
+              _patch.cpu_model_string, _patch.PatchSite, _patch.PatchError, _patch.ElfImage)
 _fs = _load_fs()
 cache_dir = _fs.cache_dir      # mlirtrace's cache directory ($MLIRTRACE_CACHE_DIR overrides)
 ENV_CACHE = _fs.ENV_CACHE_DIR
@@ -430,7 +263,7 @@ def _prepare_patched(lib: str, key: str, cpu_name: str) -> str:
 
 def _decide(lib: str) -> tuple[bool, str, str]:
     """(needed, reported cpu, key) — cached on disk by lib + cpu model."""
-    key = hashlib.sha256(f"{_lib_key(lib)}|{_cpu_model_string()}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{_lib_key(lib)}|{cpu_model_string()}".encode()).hexdigest()[:16]
     path = os.path.join(cache_dir(), f"pocl-decision-{key}.json")
     got = _read_json(path)
     if got and "reported" in got:

@@ -20,182 +20,22 @@ import atexit
 import contextlib
 import itertools
 import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 import weakref
 from collections import deque
-from multiprocessing.connection import Connection
 
 from .. import fs
 from . import pocl_fix
 from .device import (WORKER_SCRIPT, DeviceError, DeviceInfo, EnvironmentFailure, default_device_spec,
                      known_devices, match_spec, remember_devices)
 from .job import JobResult, KernelJob
+from .workerproc import Dead, Timeout, WorkerProc, signal_name
 
 __all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT"]
 
-STDERR_TAIL_BYTES = 64 * 1024
 ENV_NO_BENCH_FILE_LOCK = "MLIRTRACE_NO_BENCH_LOCK"
-
-
-class _Timeout(Exception):
-    pass
-
-
-class _Dead(Exception):
-    pass
-
-
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
-
-
-# ----------------------------------------------------------- one worker ---
-
-class _WorkerProc:
-    _serials = itertools.count(1)
-
-    def __init__(self, spec: str, env: dict):
-        self.serial = next(self._serials)
-        self.spec = spec
-        # requests go down the worker's stdin, replies come back on its stdout: one Connection each
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, WORKER_SCRIPT, "--serve", spec],
-                stdin=req_r, stdout=rep_w, stderr=subprocess.PIPE,
-                bufsize=0, env=env, close_fds=True)
-        except BaseException:
-            for fd in (req_w, rep_r):
-                os.close(fd)
-            raise
-        finally:
-            os.close(req_r)
-            os.close(rep_w)
-        self.pid = self.proc.pid
-        self.tx = Connection(req_w, readable=False)
-        self.rx = Connection(rep_r, writable=False)
-        self._tail = bytearray()
-        self._tail_lock = threading.Lock()
-        self._err = threading.Thread(target=self._drain_stderr, daemon=True,
-                                     name=f"mlirtrace-worker-{self.pid}-stderr")
-        self._err.start()
-        self.ready: dict | None = None
-        self.fatal: dict | None = None
-        self.started = time.monotonic()
-
-    # stderr is drained all the time so that a chatty worker never blocks
-    def _drain_stderr(self):
-        fd = self.proc.stderr.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            with self._tail_lock:
-                self._tail += chunk
-                if len(self._tail) > STDERR_TAIL_BYTES:
-                    del self._tail[:-STDERR_TAIL_BYTES]
-
-    def clear_tail(self):
-        with self._tail_lock:
-            self._tail.clear()
-
-    def stderr_tail(self, nbytes: int = 6000, wait_eof: float = 0.0) -> str:
-        if wait_eof:
-            self._err.join(wait_eof)
-        with self._tail_lock:
-            data = bytes(self._tail[-nbytes:])
-        return data.decode("utf-8", "replace").strip()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def send(self, obj) -> None:
-        try:
-            self.tx.send(obj)
-        except (OSError, ValueError) as e:   # broken pipe: the worker is gone; closed here
-            raise _Dead(str(e)) from e
-
-    def recv(self, deadline: float | None):
-        """The next message; _Timeout when none has started to arrive by *deadline* (hung),
-        _Dead at end of file (the worker died)."""
-        try:
-            if deadline is not None and not self.rx.poll(max(0.0, deadline - time.monotonic())):
-                raise _Timeout
-            return self.rx.recv()
-        except (EOFError, OSError, ValueError) as e:
-            raise _Dead(str(e) or "EOF") from e
-
-    def wait_ready(self, timeout: float) -> dict:
-        """The worker's ready message; raises _Dead/_Timeout, or returns a fatal."""
-        if self.ready is not None:
-            return self.ready
-        if self.fatal is not None:
-            return self.fatal
-        m = self.recv(time.monotonic() + timeout)
-        if m.get("op") == "ready":
-            self.ready = m
-        else:
-            self.fatal = m
-        return m
-
-    def kill(self, grace: float = 1.0) -> int | None:
-        """SIGTERM, then SIGKILL after *grace* seconds; reap; return the exit code."""
-        p = self.proc
-        if p.poll() is None:
-            try:
-                p.terminate()
-            except OSError:
-                pass
-            try:
-                p.wait(grace)
-            except subprocess.TimeoutExpired:
-                try:
-                    p.kill()
-                except OSError:
-                    pass
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
-            pass
-        self._close_pipes()
-        return p.returncode
-
-    def shutdown(self, grace: float = 1.0) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.send({"op": "exit"})
-                self.tx.close()
-            except (_Dead, OSError):
-                pass
-            try:
-                self.proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                pass
-        self.kill(grace=0.5)
-
-    def _close_pipes(self):
-        for c in (self.tx, self.rx):
-            try:
-                c.close()
-            except OSError:
-                pass
-        self._err.join(2.0)
-        try:
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
-        except OSError:
-            pass
 
 
 class _Slot:
@@ -204,7 +44,7 @@ class _Slot:
     def __init__(self, index: int):
         self.index = index
         self.lock = threading.Lock()
-        self.worker: _WorkerProc | None = None
+        self.worker: WorkerProc | None = None
 
 
 def _shutdown_slots(slots: list, grace: float = 1.0) -> None:
@@ -300,14 +140,14 @@ class WorkerPool:
             raise
 
     # --- worker management ---------------------------------------------
-    def _spawn(self, slot: _Slot) -> _WorkerProc:
-        w = _WorkerProc(self._spec, self._env)
+    def _spawn(self, slot: _Slot) -> WorkerProc:
+        w = WorkerProc(self._spec, self._env)
         slot.worker = w
         self.stats["spawned"] += 1
         return w
 
-    def _ensure_ready(self, slot: _Slot, raise_device_error: bool = False) -> _WorkerProc:
-        """The slot's worker, started and ready.  Raises _Dead with a message."""
+    def _ensure_ready(self, slot: _Slot, raise_device_error: bool = False) -> WorkerProc:
+        """The slot's worker, started and ready.  Raises Dead with a message."""
         w = slot.worker
         if w is None:
             w = self._spawn(slot)
@@ -318,21 +158,21 @@ class WorkerPool:
             w = self._spawn(slot)
         try:
             m = w.wait_ready(self.startup_timeout_s)
-        except _Timeout:
+        except Timeout:
             w.kill(self.kill_grace_s)
             slot.worker = None
-            raise _Dead(f"worker did not start within {self.startup_timeout_s:.0f} s:\n"
+            raise Dead(f"worker did not start within {self.startup_timeout_s:.0f} s:\n"
                         + w.stderr_tail())
-        except _Dead:
+        except Dead:
             rc = w.kill(0)
             slot.worker = None
-            why = (f"killed by signal {-rc} ({_signal_name(-rc)})" if rc is not None and rc < 0
+            why = (f"killed by signal {-rc} ({signal_name(-rc)})" if rc is not None and rc < 0
                    else f"exited with status {rc}")
             msg = f"worker {why} during startup"
             tail = w.stderr_tail(wait_eof=1.0)
             if raise_device_error:
                 raise DeviceError(msg + (":\n" + tail if tail else ""))
-            raise _Dead(msg + (":\n" + tail if tail else ""))
+            raise Dead(msg + (":\n" + tail if tail else ""))
         if m.get("op") != "ready":
             w.kill(0)
             slot.worker = None
@@ -340,7 +180,7 @@ class WorkerPool:
                 remember_devices([DeviceInfo.from_dict(d) for d in m["devices"]])
             if raise_device_error or m.get("kind") == "device":
                 raise DeviceError(m.get("error", "worker failed to start"))
-            raise _Dead(m.get("error", "worker failed to start"))
+            raise Dead(m.get("error", "worker failed to start"))
         info = DeviceInfo.from_dict(m["device"])
         if self.device is None:
             self.device = info
@@ -371,7 +211,7 @@ class WorkerPool:
         """
         try:
             w = self._ensure_ready(slot)
-        except _Dead as e:
+        except Dead as e:
             raise EnvironmentFailure(f"the OpenCL worker for {self._spec} could not start: {e}") from None
         w.clear_tail()
         phase = "building" if msg["op"] == "build" else "building/starting"
@@ -402,7 +242,7 @@ class WorkerPool:
                             while len(self._where) > 65536:
                                 self._where.pop(next(iter(self._where)))
                     return r
-        except _Timeout:
+        except Timeout:
             w.kill(self.kill_grace_s)
             tail = w.stderr_tail(wait_eof=0.5)
             self.stats["hangs"] += 1
@@ -410,7 +250,7 @@ class WorkerPool:
             return {"status": "hang", "signal": None, "stderr": tail, "worker_pid": w.pid,
                     "error": f"timed out after {timeout_s:.1f} s while {phase} {what}, "
                              f"worker killed"}
-        except _Dead:
+        except Dead:
             try:
                 w.proc.wait(5)
             except subprocess.TimeoutExpired:
@@ -421,14 +261,14 @@ class WorkerPool:
             self._replace(slot, w)
             if rc is not None and rc < 0:
                 sig = -rc
-                err = f"worker killed by signal {sig} ({_signal_name(sig)}) while {phase} {what}"
+                err = f"worker killed by signal {sig} ({signal_name(sig)}) while {phase} {what}"
             else:
                 sig = None
                 err = f"worker exited with status {rc} while {phase} {what}"
             return {"status": "crash", "signal": sig, "stderr": tail, "error": err,
                     "worker_pid": w.pid}
 
-    def _replace(self, slot: _Slot, dead: _WorkerProc) -> None:
+    def _replace(self, slot: _Slot, dead: WorkerProc) -> None:
         if slot.worker is dead:
             slot.worker = None
             if not self._closed:

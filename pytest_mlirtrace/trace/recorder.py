@@ -6,6 +6,7 @@ import threading
 
 from ..engine.events import CompileFailed, Event, ModuleLowered, SolutionFinished
 from ..engine.span import Span
+from .table import solution_table
 
 
 class TraceLog:
@@ -42,15 +43,9 @@ class TraceLog:
         return out
 
     def bench_table(self) -> str:
+        """The benchmarked solutions in the order they finished, as plain text ("" before any)."""
         rows = self.of(SolutionFinished)
-        if not rows:
-            return ""
-        w = max(len(r.solution) for r in rows)
-        lines = [f"{'solution':<{w}}  {'status':<14} {'time_ms':>10} {'build_s':>8}  span"]
-        for r in rows:
-            t = f"{r.time_ms:.4f}" if r.time_ms is not None else "-"
-            lines.append(f"{r.solution:<{w}}  {r.status:<14} {t:>10} {r.build_s:>8.2f}  {r.span_hash}")
-        return "\n".join(lines)
+        return solution_table(rows) if rows else ""
 
     def to_json(self) -> str:
         def enc(o):

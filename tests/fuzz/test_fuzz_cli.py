@@ -58,11 +58,13 @@ class _Fz:
         self.o = type("O", (), {"budget_s": 30})()
 
 
-def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise():
+def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise(monkeypatch):
     class TTY(io.StringIO):
         def isatty(self):
             return True
 
+    monkeypatch.setenv("COLUMNS", "160")     # wide enough for one line, whatever terminal runs the tests
+    monkeypatch.delenv("TERM", raising=False)
     t = TTY()
     p = fuzz_report.Progress(stream=t)
     p(_Fz())
@@ -70,7 +72,10 @@ def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise():
     p(_Fz())
     p.done()
     text = t.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n") and "10 cases (5.00/s)" in text and "wrong 2" in text
+    # drawn, redrawn in place twice (the second call, the last redraw at done()), then a new line and the
+    # cursor shown again (rich hides it while the bar is up)
+    assert text.count("\r") == 2 and text.endswith("\n\x1b[?25h") and "10 cases (5.00/s)" in text and "wrong 2" in text
+    assert text.count("\n") == 1
     s = io.StringIO()
     p = fuzz_report.Progress(stream=s, every_s=0)
     p(_Fz())

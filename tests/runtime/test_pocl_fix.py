@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from pytest_mlirtrace.runtime import pocl_fix as pf
+from pytest_mlirtrace.runtime import pocl_patch as pp
 
 # --------------------------------------------------------- synthetic ELF ---
 
@@ -108,10 +109,10 @@ def test_real_libpocl_site():
         data = f.read()
     site = pf.find_patch_site(data)
     assert not site.already_patched
-    assert data[site.func_offset:site.func_offset + 7] == pf.POCL_FUNC_SIG
-    assert data[site.target_offset:site.target_offset + 7] == pf.HOST_CPU_SIG
+    assert data[site.func_offset:site.func_offset + 7] == pp.POCL_FUNC_SIG
+    assert data[site.target_offset:site.target_offset + 7] == pp.HOST_CPU_SIG
     elf = pf.ElfImage(data)
-    va = elf.dynamic_symbol(pf.SYMBOL)
+    va = elf.dynamic_symbol(pp.SYMBOL)
     assert va is not None and elf.vaddr_to_offset(va) == site.func_offset
     assert site.target_offset == site.target_vaddr       # text: offset == vaddr here
     cpu = pf.choose_cpu_name(pf.host_cpu_flags())

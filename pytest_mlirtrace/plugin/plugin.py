@@ -54,7 +54,8 @@ def pytest_addoption(parser):
     parser.addini("mlir_repro_dir", "mlirtrace reproducer directory (relative to the ini file)", default="")
     parser.addini("mlir_device", "mlirtrace OpenCL device spec", default="")
     parser.addini("mlir_timeout", "mlirtrace hang timeout in seconds", default="")
-    parser.addini("mlir_repro", "write mlirtrace reproducers for failing tests", type="bool", default=True)
+    parser.addini("mlir_repro", "write mlirtrace reproducers for failing tests (true/false; default true)",
+                  default="")
 
 
 def _ini_text(v):
@@ -87,7 +88,6 @@ class MlirtraceState:
     def __init__(self, config):
         self.config = config
         opt = config.option
-        inicfg = getattr(config, "inicfg", {}) or {}
         ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
                     "timeout_s": "mlir_timeout", "repro": "mlir_repro"}
         try:
@@ -95,7 +95,7 @@ class MlirtraceState:
                           "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None},
                          option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
                                        "device": "--mlir-device", "timeout_s": "--mlir-timeout"},
-                         env=os.environ, ini={k: _ini_text(inicfg.get(v)) for k, v in ini_keys.items()},
+                         env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
                          ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
         except SettingError as e:
             raise pytest.UsageError(str(e)) from None

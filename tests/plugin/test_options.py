@@ -100,3 +100,18 @@ def test_lost(pytestconfig):
     res.stdout.fnmatch_lines(["*= mlirtrace reproducers =*",
                               "index  crash-* reproducers/crash-*.py  (count 1, last from gone: "
                               "no test report named it)", "1 reproducer(s), 0 new, in reproducers/*"])
+
+
+def test_the_repro_ini_key_turns_reproducers_off(pytester):
+    pytester.makeini("[pytest]\nmlir_repro = false\n")
+    pytester.makepyfile(test_state="""
+from pytest_mlirtrace.plugin.plugin import STATE_KEY
+
+def test_state(pytestconfig):
+    print("REPRO", pytestconfig.stash[STATE_KEY].repro)
+""")
+    pytester.runpytest("-s", "test_state.py").stdout.fnmatch_lines(["*REPRO False*"])
+    pytester.makeini("[pytest]\nmlir_repro = maybe\n")
+    res = pytester.runpytest("test_state.py")
+    assert res.ret == 4
+    res.stderr.fnmatch_lines(["*mlir_repro = maybe in tox.ini: expected true or false*"])

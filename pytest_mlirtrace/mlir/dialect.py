@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import (ArrayAttr, Builtin, DenseIntOrFPElementsAttr, IntAttr, TensorType,
+from xdsl.dialects.builtin import (ArrayAttr, Builtin, BytesAttr, DenseIntOrFPElementsAttr, IntAttr, TensorType,
                                    UnitAttr, UnregisteredOp)
 from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, TypeAttribute
@@ -38,6 +38,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 
 from pytest_mlirtrace.ir.ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
+from .elements import dtype_of
+from .literals import dense_payload, parse_dense_payload, storage_from_values
 
 
 # ------------------------------------------------------------------ the type --
@@ -311,17 +313,10 @@ def fix_hex_dense(attr: Attribute, text: str) -> Attribute:
     """xDSL reads ``dense<0xFC00> : tensor<1xf16>`` as the integer 64512; MLIR reads a hex float as its bits."""
     if not isinstance(attr, DenseIntOrFPElementsAttr) or "0x" not in text.lower():
         return attr
-    from xdsl.dialects.builtin import BytesAttr
-
-    from .literals import dense_payload, parse_dense_payload, storage_from_values
-
     payload = dense_payload(text)
     if payload is None:
         return attr
-    elt = attr.get_element_type()
-    from .types import dtype_of
-
-    dt = dtype_of(elt)
+    dt = dtype_of(attr.get_element_type())
     if dt is None or not dt.is_float:
         return attr
     shape = tuple(attr.get_shape())

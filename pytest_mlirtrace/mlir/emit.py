@@ -34,6 +34,7 @@ from pytest_mlirtrace.ir.shape import Shape
 from .funcattrs import FuncAttrs
 from .literals import format_dense, literal_storage
 from .types import mlir_elt, tensor_text, type_text
+from .literals import RawAttr
 
 RESHAPE_LIKE = frozenset({"reshape_lazy", "squeeze", "unsqueeze", "flatten"})
 TYPE_SYNTAXES = ("tensor", "shaped")
@@ -52,8 +53,6 @@ def _fmt_scalar_in_list(v) -> str:
 
 
 def _fmt_str(v) -> str:
-    from .parse import RawAttr
-
     if isinstance(v, RawAttr):
         return str(v)
     s = str(v).replace("\\", "\\\\").replace('"', '\\"')

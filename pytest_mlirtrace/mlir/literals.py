@@ -166,3 +166,7 @@ def storage_from_values(values, dt: DType, lens) -> np.ndarray:
         return arr.astype(np.bool_)
     with np.errstate(all="ignore"):
         return arr.astype(dt.np)
+
+
+class RawAttr(str):
+    """An op attribute kept as MLIR text (a kind of attribute the IR has no value type for)."""

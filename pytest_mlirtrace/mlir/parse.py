@@ -53,7 +53,7 @@ from . import split
 from .dialect import MIGraphXOp, TrackingParser, UnknownCustomOp, make_context
 from .errors import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, line_col
 from .funcattrs import FuncAttrs
-from .literals import storage_from_values
+from .literals import RawAttr, storage_from_values
 from .types import TypeProblem, attr_text, dtype_of, same_dtype, shape_of
 
 # MIGraphX's own order of each op's attributes (MLIR prints them sorted by name)
@@ -71,10 +71,6 @@ ATTR_ORDER = {
 }
 VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice", "squeeze", "unsqueeze"})
 MLIR_ONLY_ATTRS = frozenset({"perf_config"})
-
-
-class RawAttr(str):
-    """An op attribute kept as MLIR text (a kind of attribute the IR has no value type for)."""
 
 
 @dataclass

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from io import StringIO
 
-from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType,
-                                   Signedness, TensorType)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
-from pytest_mlirtrace.ir.dtypes import BY_NAME, DType
+from pytest_mlirtrace.ir.dtypes import DType
 from pytest_mlirtrace.ir.shape import Shape, standard_strides
 
 from .dialect import ShapedType
+from .elements import dtype_of
 
 BOOL_AS = "i8"
 
@@ -60,25 +60,6 @@ def attr_text(attr: Attribute) -> str:
     out = StringIO()
     Printer(stream=out).print_attribute(attr)
     return out.getvalue()
-
-
-def dtype_of(elt: Attribute) -> DType | None:
-    """The IR dtype of an MLIR element type, or None when the IR has no such dtype (fp8, fp4, index...)."""
-    if isinstance(elt, Float16Type):
-        return BY_NAME["f16"]
-    if isinstance(elt, Float32Type):
-        return BY_NAME["f32"]
-    if isinstance(elt, Float64Type):
-        return BY_NAME["f64"]
-    if isinstance(elt, BFloat16Type):
-        return BY_NAME["bf16"]
-    if isinstance(elt, IntegerType):
-        width = elt.width.data
-        if width == 1:
-            return BY_NAME["bool"]
-        unsigned = elt.signedness.data == Signedness.UNSIGNED
-        return BY_NAME.get(f"{'u' if unsigned else 'i'}{width}")
-    return None
 
 
 class TypeProblem(ValueError):

@@ -1,0 +1,26 @@
+"""MLIR element types as IR dtypes (no dialect needed: the migraphx dialect and the value types both use it)."""
+from __future__ import annotations
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IntegerType, Signedness
+from xdsl.ir import Attribute
+
+from pytest_mlirtrace.ir.dtypes import BY_NAME, DType
+
+
+def dtype_of(elt: Attribute) -> DType | None:
+    """The IR dtype of an MLIR element type, or None when the IR has no such dtype (fp8, fp4, index...)."""
+    if isinstance(elt, Float16Type):
+        return BY_NAME["f16"]
+    if isinstance(elt, Float32Type):
+        return BY_NAME["f32"]
+    if isinstance(elt, Float64Type):
+        return BY_NAME["f64"]
+    if isinstance(elt, BFloat16Type):
+        return BY_NAME["bf16"]
+    if isinstance(elt, IntegerType):
+        width = elt.width.data
+        if width == 1:
+            return BY_NAME["bool"]
+        unsigned = elt.signedness.data == Signedness.UNSIGNED
+        return BY_NAME.get(f"{'u' if unsigned else 'i'}{width}")
+    return None

@@ -1,15 +1,28 @@
 """Errors of the mlir layer: always with file, line and column."""
 from __future__ import annotations
 
+import bisect
+import re
+
 from pytest_mlirtrace.ir.module import IRError
 
 
+_LINE_STARTS: list = [None, None]      # [text, offsets of its line starts]: the last big text asked about
+
+
 def line_col(text: str, pos: int) -> tuple[int, int]:
-    """1-based (line, column) of offset ``pos`` in ``text``."""
+    """1-based (line, column) of offset ``pos`` in ``text`` (a big text's line starts are indexed once, so
+    asking for every func of a large file stays linear)."""
     pos = max(0, min(pos, len(text)))
-    line = text.count("\n", 0, pos) + 1
-    start = text.rfind("\n", 0, pos) + 1
-    return line, pos - start + 1
+    if len(text) < 1 << 16:
+        line = text.count("\n", 0, pos) + 1
+        start = text.rfind("\n", 0, pos) + 1
+        return line, pos - start + 1
+    if _LINE_STARTS[0] is not text:
+        _LINE_STARTS[:] = [text, [0] + [m.end() for m in re.finditer("\n", text)]]
+    starts = _LINE_STARTS[1]
+    line = bisect.bisect_right(starts, pos)
+    return line, pos - starts[line - 1] + 1
 
 
 class MLIRParseError(IRError):

@@ -122,9 +122,10 @@ def _ctx():
     return _CTX
 
 
-def _parse_error(e: ParseError, source: str, text: str, start: int = 0) -> MLIRParseError:
-    """xDSL's error in our terms; a few of its messages are made more precise."""
-    pos, msg = e.span.start, e.msg.strip()
+def _parse_error(e: ParseError, source: str, text: str, start: int = 0, off: int = 0) -> MLIRParseError:
+    """xDSL's error in our terms (its position shifted by ``off`` into ``text``); a few of its messages
+    are made more precise."""
+    pos, msg = e.span.start + off, e.msg.strip()
     m = re.match(r"values used but not defined: \[(%[^\],]+)", msg)
     if m:
         use = re.search(re.escape(m.group(1)) + r"(?![\w$.-])", text[start:])
@@ -188,23 +189,30 @@ def parse_mlir(text: str, source: str = "<mlir>", param_names: list[str] | None 
             line, col = line_col(text, e.pos)
             raise MLIRParseError(f"{e}; expected only modules and func.func at the top level", source, line, col,
                                  text) from None
-    return [_parse_func(text, span, source, param_names) for span in spans]
+    aliased = split.has_aliases(text)
+    return [_parse_func(text, span, source, param_names, aliased) for span in spans]
 
 
-def _parse_func(text: str, span: split.FuncSpan, source: str, param_names: list[str] | None) -> ParsedFunc:
+def _parse_func(text: str, span: split.FuncSpan, source: str, param_names: list[str] | None,
+                aliased: bool) -> ParsedFunc:
     line, col = line_col(text, span.start)
     pf = ParsedFunc(span.name, line, col, source, private=span.private, declaration=not span.has_body,
                     text=text[span.start:span.end])
-    one = split.only(text, [(span.start, span.end)])
+    # the func's own text, its positions shifted back by ``off`` (linear in the file); with aliases, which
+    # the func may use, the whole text with every other func blanked, positions as they are
+    if aliased:
+        one, off = split.only(text, [(span.start, span.end)]), 0
+    else:
+        one, off = text[span.start:span.end], span.start
     try:
         mod, parser = _xdsl_parse(one, source)
     except UnknownCustomOp as e:
-        l2, c2 = line_col(text, e.pos)
+        l2, c2 = line_col(text, e.pos + off)
         pf.unsupported = (f"op {e.name} at {l2}:{c2} not supported (written in the custom syntax of a dialect "
                           "mlirtrace has no grammar for)")
         return pf
     except ParseError as e:
-        raise _parse_error(e, source, text, span.start) from None
+        raise _parse_error(e, source, text, span.start, off) from None
     funcs = [op for op in mod.ops if isinstance(op, FuncOp)]
     if len(funcs) != 1:
         raise MLIRParseError(f"expected one func.func here, found {len(funcs)}", source, line, col, text)
@@ -214,7 +222,8 @@ def _parse_func(text: str, span: split.FuncSpan, source: str, param_names: list[
     if not span.has_body:
         pf.unsupported = "declaration only (func.func without a body)"
         return pf
-    _Converter(pf, fn, parser.op_positions, text, param_names).run()
+    positions = {k: v + off for k, v in parser.op_positions.items()} if off else parser.op_positions
+    _Converter(pf, fn, positions, text, param_names).run()
     return pf
 
 

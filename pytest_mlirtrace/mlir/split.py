@@ -192,6 +192,11 @@ def _blank(s: str) -> str:
     return re.sub(r"[^\n]", " ", s)
 
 
+def has_aliases(text: str) -> bool:
+    """Does ``text`` define attribute or type aliases (``#map = ...``, ``!t = ...``) at the top?"""
+    return _ALIAS.search(text) is not None
+
+
 def only(text: str, keep: list[tuple[int, int]]) -> str:
     """``text`` with everything outside ``keep`` spans and alias definitions blanked (newlines kept)."""
     spans = sorted(keep + [(m.start(), m.end()) for m in _ALIAS.finditer(text)])

@@ -7,6 +7,11 @@ from pytest_mlirtrace.mlir import (MLIRParseError, MLIRUnsupportedError, MLIRVer
                                    parse_mlir_module)
 
 SEED = (Path(__file__).resolve().parents[1] / "data" / "seed_module.mlir").read_text()
+# other funcs before the faulty one: each func is parsed on its own, its positions shifted back (the small
+# prefix), and a big file's lines are indexed once (the 200-func prefix, over 64 KiB)
+_DOT = (Path(__file__).resolve().parents[2] / "examples" / "small_dot_add.mlir").read_text().split("\n", 1)[1]
+ONE_BEFORE = _DOT + "\n"
+MANY_BEFORE = "".join(_DOT.replace("@mlir_dot_add", f"@mlir_dot_add_{i}") + "\n" for i in range(200))
 
 
 def where(text: str, needle: str, offset: int = 0) -> tuple[int, int]:
@@ -46,6 +51,13 @@ CASES = [
     ("garbage at top level", SEED + "\nhello world\n", "hello", 0, "op 'hello' is written in the custom syntax"),
     ("unterminated string", SEED.replace('arch = "gfx90a', 'arch = "gfx90a\n'), 'gfx90a', -1,
      "unterminated string literal"),
+    ("undefined value in a later func", ONE_BEFORE + SEED.replace("migraphx.add(%3, %arg0)", "migraphx.add(%9, %arg0)"),
+     "%9, %arg0", 0, "value %9 is used but never defined"),
+    ("missing ')' after 200 funcs", MANY_BEFORE + SEED.replace("migraphx.dot(%2, %0)", "migraphx.dot(%2, %0"),
+     "%0 : (tensor", 3, "Expected ')' to close the operand list"),
+    ("operand type after 200 funcs", MANY_BEFORE + SEED.replace(
+        "migraphx.add(%3, %arg0) : (tensor<1x384x768xf16>", "migraphx.add(%3, %arg0) : (tensor<1x384x768xf32>"),
+     "%3, %arg0) : (tensor<1x384x768xf32>", 0, "operand is used with type tensor<1x384x768xf32>"),
 ]
 
 
@@ -146,3 +158,18 @@ def test_parse_mlir_module_needs_a_convertible_func():
     with pytest.raises(MLIRParseError, match="no func.func found"):
         parse_mlir_module("module {\n}\n")
     assert parse_mlir("module {\n}\n") == []
+
+
+def test_a_later_func_reports_its_own_places():
+    """Positions of ops found while converting a func, and of an op in a dialect we have no grammar for,
+    are those of the whole file when the func is not the first."""
+    bad = SEED.replace("{dims = [0, 0, 768]} : (tensor<1x384x12x64xf16>) -> tensor<1x384x768xf16>",
+                       "{dims = [0, 0, 768]} : (tensor<1x384x12x64xf16>) -> tensor<1x768x384xf16>")
+    bad = bad.replace("migraphx.dot(%2, %0) : (tensor<1x384x768xf16>", "migraphx.dot(%2, %0) : (tensor<1x768x384xf16>")
+    shift = ONE_BEFORE.count("\n")
+    f = parse_mlir(ONE_BEFORE + bad, "bad.mlir")[1]
+    assert f.invalid.startswith(f"migraphx.reshape at {5 + shift}:5: result lens [1, 768, 384]")
+    odd = ONE_BEFORE + SEED.replace("migraphx.add(%3, %arg0)", "foo.bar(%3, %arg0)")
+    g = parse_mlir(odd, "odd.mlir")[1]
+    line, col = where(odd, "%4 = foo.bar", 0)        # an op is placed where its statement starts
+    assert g.unsupported.startswith(f"op foo.bar at {line}:{col} not supported"), g.unsupported

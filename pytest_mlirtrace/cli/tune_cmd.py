@@ -20,11 +20,6 @@ def add_parser(sub, name):
     return p
 
 
-def format_table(rows) -> str:
-    """The results table as plain text, fastest first."""
-    return table.solution_table(rows, fastest_first=True)
-
-
 def _run(args) -> int:
     module, mlir_text, s = open_module(args, repeats=args.repeats)
     with Progress(0, "tuning") as bar:

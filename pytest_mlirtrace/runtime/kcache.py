@@ -53,7 +53,8 @@ def cache_root(base: str, pocl_version: str, lib_key: str, target_cpu: str) -> s
 
 
 def _newest_mtime(path: str) -> float:
-    newest = 0.0
+    """The latest modification of ``path`` or of anything below it (a loose file: its own)."""
+    newest = _mtime(path)
     for dirpath, _dirs, files in os.walk(path):
         try:
             newest = max(newest, os.stat(dirpath).st_mtime)
@@ -149,7 +150,7 @@ class Shard:
     def _remove(self, written) -> int:
         n = 0
         for e in list(self._entries()):
-            if written(_newest_mtime(e) if os.path.isdir(e) else _mtime(e)):
+            if written(_newest_mtime(e)):
                 if os.path.isdir(e):
                     shutil.rmtree(e, ignore_errors=True)
                 else:

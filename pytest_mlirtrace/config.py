@@ -22,7 +22,7 @@ __all__ = ["Settings", "SettingError", "resolve", "inject_now", "ENV"]
 
 ENV = {"device": "MLIRTRACE_DEVICE", "timeout_s": "MLIRTRACE_TIMEOUT", "inject": "MLIRTRACE_INJECT",
        "tuning_db": "MLIRTRACE_TUNING_DB", "repro_dir": "MLIRTRACE_REPRO_DIR", "repro": "MLIRTRACE_REPRO",
-       "trace": None}
+       "max_bytes": "MLIRTRACE_MAX_BYTES", "trace": None}
 
 
 class SettingError(ValueError):
@@ -75,8 +75,27 @@ def _bool(v) -> bool:
     raise ValueError("expected true or false")
 
 
+_UNITS = {"": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
+          "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
+
+
+def _bytes(v) -> int:
+    """``1048576``, ``512M``, ``2G``, ``64KiB`` -> a positive number of bytes."""
+    s = str(v).strip().upper().replace(" ", "")
+    num = s.rstrip("KMGIB")
+    unit = s[len(num):]
+    try:
+        n = float(num) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise ValueError("expected a size in bytes (1048576, 512M, 2G)") from None
+    if not n >= 1 or n != n or n == float("inf"):
+        raise ValueError("expected a positive size in bytes")
+    return int(n)
+
+
 PARSE: dict[str, Callable] = {"device": _text, "timeout_s": _timeout, "trace": _level, "inject": _faults,
-                              "tuning_db": _text, "repro_dir": _text, "repro": _bool}
+                              "tuning_db": _text, "repro_dir": _text, "repro": _bool,
+                              "max_bytes": _bytes}
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,7 @@ class Settings:
     tuning_db: str | None = None     # None: the default database file
     repro_dir: str | None = None     # None: the front end's default
     repro: bool = True               # write reproducers
+    max_bytes: int = 2 << 30         # the most host memory one module's tensors may take (checked before allocating)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:

@@ -123,3 +123,14 @@ class ReproWriter:
             idx["format"] = INDEX_FORMAT
             self._write_index(idx)
             return WrittenRepro(sig, script, ticket, new, int(entry["count"]))
+
+    def write_all(self, recs, passed=()) -> list[WrittenRepro]:
+        """Write the records of one compile/tune/run: records that share a signature (the same bug with
+        several solutions) become one reproducer. ``passed``: the solutions that worked on the same module.
+        One :class:`WrittenRepro` per signature, in the order first seen."""
+        out: dict[str, WrittenRepro] = {}
+        for r in recs:
+            w = self.write(r)
+            out.setdefault(w.signature, w)
+        return list(out.values())
+

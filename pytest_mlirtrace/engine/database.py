@@ -48,3 +48,27 @@ class TuningDatabase:
 
     def entries(self) -> dict:
         return self._read()
+
+
+class MemoryDatabase:
+    """A tuning database that lives in memory only: nothing is read from or written to disk. The pytest
+    fixture gives each test one (unless a database is named), so that no test's outcome depends on
+    what another test or an earlier run tuned."""
+
+    def __init__(self):
+        self.path = None
+        self._data: dict = {}
+
+    key = staticmethod(TuningDatabase.key)
+
+    def lookup(self, problem_key: str, device: str) -> dict | None:
+        hit = self._data.get(self.key(problem_key, device))
+        return dict(hit) if hit is not None else None
+
+    def store(self, problem_key: str, device: str, solution: str, time_ms: float, **extra) -> None:
+        self._data[self.key(problem_key, device)] = {"solution": solution, "time_ms": time_ms,
+                                                     "stored": time.time(), **extra}
+
+    def entries(self) -> dict:
+        return {k: dict(v) for k, v in self._data.items()}
+

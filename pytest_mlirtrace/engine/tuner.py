@@ -103,10 +103,11 @@ class TuneResult:
 @dataclass(frozen=True)
 class RunOptions:
     """What one call changes for itself, passed as a value (the pipeline it runs on is shared and never
-    changed): the hang timeout, the planted faults, extra listeners for its events."""
+    changed): the hang timeout, the planted faults, extra listeners for its events, the tuning database."""
     timeout_s: float | None = None     # None: the pipeline's
     inject: str | None = None          # None: the pipeline's; "": none
     listeners: tuple = ()
+    database: object | None = None     # None: the pipeline's (a TuningDatabase or MemoryDatabase)
 
 
 def oracle_tolerances(module: ir.Module, problem) -> list[tuple[float, float]]:
@@ -152,6 +153,8 @@ class Pipeline:
             view.build_timeout_s = max(self.build_timeout_s, view.timeout_s)
         if options.inject is not None:
             view.inject = options.inject or None
+        if options.database is not None:
+            view.database = options.database
         return view
 
     @property

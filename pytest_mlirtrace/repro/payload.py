@@ -63,6 +63,7 @@ def build_payload(rec: FailureRecord, sig: str) -> dict:
         "device_description": device_description(rec), "span_hash": s.hash, "time_ms": rec.time_ms,
         "max_ms": rec.max_ms, "timeout_s": rec.timeout_s, "build_log": rec.build_log,
         "mismatch": rec.mismatch, "bench_table": rec.bench_table, "versions": versions(),
+        "planted": rec.planted, "solutions": [s.solution], "passed": [p for p in rec.passed if p != s.solution],
     }
     try:
         data["standalone"], data["standalone_reason"] = standalone_data(rec)

@@ -45,6 +45,10 @@ class FailureRecord:
     # None: what the kernel says (spec.faults, its header), else none (a record never reads the environment)
     inject: str | None = None
     timeout_s: float | None = None     # the hang timeout in force when it failed
+    # with a fault on: True once the case passed with the fault switched off (a planted bug), False when
+    # it fails with the fault off too (a real bug), None when that was not checked
+    planted: bool | None = None
+    passed: tuple = ()                 # solutions that passed on the same module in the same call
     # not written anywhere; they let the writer skip re-lowering (standalone data) when present
     spec: object | None = field(default=None, repr=False, compare=False)
     device_info: object | None = field(default=None, repr=False, compare=False)
@@ -100,10 +104,12 @@ class FailureRecord:
         return {"kind": self.kind, "span": self.span.to_dict(), "stage": self.stage, "error": self.error,
                 "seed": self.seed, "origin": self.origin, "build_log": self.build_log, "mismatch": self.mismatch,
                 "bench_table": self.bench_table, "time_ms": self.time_ms, "max_ms": self.max_ms,
-                "inject": self.inject, "timeout_s": self.timeout_s}
+                "inject": self.inject, "timeout_s": self.timeout_s, "planted": self.planted,
+                "passed": list(self.passed)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "FailureRecord":
         d = dict(d)
         d["span"] = Span.from_dict(d["span"])
+        d["passed"] = tuple(d.get("passed") or ())
         return cls(**d)

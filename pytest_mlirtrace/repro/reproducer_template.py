@@ -14,7 +14,9 @@ import argparse, base64, json, os, re, signal, subprocess, sys, zlib  # noqa: E4
 
 PAYLOAD = ""  # @@MLIRTRACE_PAYLOAD@@
 
-EXIT_FIXED, EXIT_REPRODUCED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_CANNOT_RUN = 0, 1, 2, 3, 4
+# mlirtrace's exit-code contract (pytest_mlirtrace.vocab.ExitCode; this file runs without the package)
+EXIT_FIXED, EXIT_REPRODUCED, EXIT_USAGE, EXIT_NOT_SUPPORTED, EXIT_CANNOT_RUN = 0, 1, 2, 3, 4
+EXIT_NEEDS_TEST, EXIT_DIFFERENT = 5, 6
 SETUP_TIMEOUT_S, DEFAULT_TIMEOUT_S = 600.0, 30.0   # the child's start-up and build; the kernel, from its launch
 LAUNCH_MARK, RESULT_MARK, POCL_PLATFORM = "MLIRTRACE_LAUNCH", "MLIRTRACE_RESULT=", "Portable Computing Language"
 
@@ -264,6 +266,10 @@ def print_dumps(data: dict, show_kernel: bool = False) -> None:
         dumps.append((f"kernel source (recorded, {data.get('kernel_name') or '?'})", "kernel_source"))
     for title, key in dumps:
         print(section(title, data[key]))
+    sols, passed = data.get("solutions") or [], data.get("passed") or []
+    if len(sols) > 1 or passed:
+        print(section(f"recorded: {len(sols)} failing solution(s), {len(passed)} passed",
+                      "\n".join([f"failed  {x}" for x in sols] + [f"passed  {x}" for x in passed])))
 
 
 def print_result(res: dict, notes=()) -> None:
@@ -282,6 +288,8 @@ def verdict(data: dict, res: dict) -> tuple[int, str]:
     kind, status, err = data["kind"], res["status"], first_line(res.get("error", ""))
     if status == "cannot_run":
         return EXIT_CANNOT_RUN, "COULD NOT RUN: " + res.get("error", "")
+    if status == "not_supported":
+        return EXIT_NOT_SUPPORTED, "NOT SUPPORTED here: " + err
     if status == "ok" and kind == "slow" and data.get("max_ms") is not None and res.get("time_ms") is not None \
             and res["time_ms"] > float(data["max_ms"]):
         status = res["status"] = "slow"
@@ -290,8 +298,8 @@ def verdict(data: dict, res: dict) -> tuple[int, str]:
         return (EXIT_FIXED, "OK: the imported module matches the oracle here (the logged failure does not happen)") \
             if status == "ok" else (EXIT_REPRODUCED, f"FAILS: {status}: {err}")
     if status == "ok" and kind == "assertion":
-        return EXIT_FIXED, ("the compiled kernel matches the oracle; the recorded failure was an assertion in the "
-                            f"test body: rerun {data.get('origin') or 'the test'}")
+        return EXIT_NEEDS_TEST, ("NEEDS THE TEST: the compiled kernel matches the oracle; the recorded failure was "
+                                 f"an assertion in the test body: rerun {data.get('origin') or 'the test'} to judge it")
     if status == "ok":
         t = f" in {res['time_ms']:.4g} ms" if res.get("time_ms") is not None else ""
         return EXIT_FIXED, f"FIXED: the result matches the oracle{t} (recorded: {kind})"
@@ -302,11 +310,13 @@ def verdict(data: dict, res: dict) -> tuple[int, str]:
 
 def parse_args(argv) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="Exit status: 0 fixed, 1 reproduced, "
-                                "3 fails differently, 4 cannot run, 2 bad usage.")
+                                "2 bad usage, 3 not supported here, 4 cannot run here, 5 only the original test "
+                                "can judge (a test's assertion), 6 fails differently.")
     p.add_argument("--device", help="OpenCL device: pocl, nvidia, gpu, cpu, P:D, N or a name substring "
                                     "(default: the recorded one)")
     p.add_argument("--solution", help="compile with this solution instead of the recorded one (package path)")
-    p.add_argument("--all-solutions", action="store_true", help="quick-tune every solution and report each")
+    p.add_argument("--all-solutions", action="store_true", help="run every recorded solution (the failing ones "
+                   "and those that passed; with fewer than two recorded, the problem's quick list too) and report each")
     p.add_argument("--show-kernel", action="store_true", help="print the kernel source too")
     p.add_argument("--standalone", action="store_true", help="use only numpy + pyopencl, even when "
                                                             "pytest_mlirtrace is importable")

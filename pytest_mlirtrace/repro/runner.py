@@ -12,7 +12,8 @@ standalone path needs them on its own); :func:`run` uses the package's copy of t
 (``reproducer_template.reproduce``) and adds what only the package path has: the injected fault, the
 re-lowered kernel, bad ``--solution`` usage, the table and verdict of ``--all-solutions``.
 
-Exit status: 0 fixed, 1 reproduced, 3 fails differently, 4 cannot run, 2 bad usage.
+Exit status (vocab.ExitCode): 0 fixed, 1 reproduced, 2 bad usage, 3 not supported here, 4 cannot run,
+5 needs the original test (an assertion), 6 fails differently.
 """
 from __future__ import annotations
 
@@ -56,12 +57,20 @@ def run_package(data: dict, args) -> dict:
 
 
 def all_solutions_verdict(data: dict, res: dict) -> tuple[int, str]:
+    """Fixed when every solution matches the oracle; reproduced when a solution recorded failing still
+    fails the recorded way; else fails differently."""
     if res["status"] == "ok":
-        return EXIT_FIXED, "every solution matches the oracle"
-    kind, rec = data["kind"], res.get("recorded_status")
-    word = "REPRODUCED" if rec == kind else "FAILS DIFFERENTLY"
-    return (EXIT_REPRODUCED if rec == kind else EXIT_DIFFERENT), \
-        f"{word}: {res.get('error', '')} (the recorded solution: {rec}, recorded: {kind})"
+        return EXIT_FIXED, "FIXED: every solution matches the oracle"
+    kind, still = data["kind"], res.get("still_failing", [])
+    if still:
+        return EXIT_REPRODUCED, (f"REPRODUCED: {kind} with {len(still)} of the {len(recorded_failing(data))} "
+                                 f"solution(s) recorded failing; {res.get('error', '')}")
+    return EXIT_DIFFERENT, (f"FAILS DIFFERENTLY: {res.get('error', '')}; none of the solutions recorded failing "
+                            f"fails as recorded ({kind})")
+
+
+def recorded_failing(data: dict) -> list[str]:
+    return [s for s in (data.get("solutions") or [data["solution"]]) if s]
 
 
 def _run_package(data: dict, args) -> dict:
@@ -94,6 +103,8 @@ def _run_package(data: dict, args) -> dict:
     except Exception as e:   # noqa: BLE001 - a solution that does not parse, an MLIR that no longer verifies
         if args.solution and type(e).__name__ == "SolutionError":
             return dict(base, status="usage", error=f"--solution {args.solution}: {e}")
+        if type(e).__name__ == "NotSupported":
+            return dict(base, status="not_supported", error=f"{e}")
         return dict(base, status="lowering_error", error=f"{type(e).__name__}: {e}")
     c = res.compiled
     return dict(base, status=res.status, error=res.detail or c.error or "", time_ms=res.time_ms,
@@ -102,18 +113,28 @@ def _run_package(data: dict, args) -> dict:
 
 
 def _all_solutions(session, data: dict) -> dict:
-    tr = session.tune(data["mlir_text"], mode="quick", use_database=False)
-    rows = [(r.solution, r.status, r.time_ms, r.detail) for r in tr.rows]
-    if data["solution"] not in [r[0] for r in rows]:
-        res = session.run(data["mlir_text"], solution=data["solution"], seed=int(data["seed"]))
-        rows.append((data["solution"], res.status, res.time_ms, res.detail))
+    """Every recorded solution (failing first, then those that passed), each run once; with fewer than two
+    recorded, the problem's quick list too."""
+    failing, passed = recorded_failing(data), [p for p in (data.get("passed") or []) if p]
+    sols = failing + [p for p in passed if p not in failing]
+    if len(sols) < 2:
+        tr = session.tune(data["mlir_text"], mode="quick", use_database=False)
+        sols += [r.solution for r in tr.rows if r.solution not in sols]
+    rows = []
+    for sol in sols:
+        try:
+            res = session.run(data["mlir_text"], solution=sol, seed=int(data["seed"]))
+            rows.append((sol, res.status, res.time_ms, res.detail or ""))
+        except Exception as e:   # noqa: BLE001 - a solution that no longer applies
+            rows.append((sol, "lowering_error", None, f"{type(e).__name__}: {e}"))
     w = max([len("solution")] + [len(r[0]) for r in rows])
-    lines = [f"  {'solution':<{w}}  {'status':<14} {'time_ms':>10}  detail"]
+    lines = [f"  {'solution':<{w}}  {'status':<14} {'time_ms':>10}  {'recorded':<8}  detail"]
     for sol, status, t, detail in rows:
-        mark = "  <- recorded" if sol == data["solution"] else ""
+        was = "failed" if sol in failing else "passed" if sol in passed else "-"
         ts = f"{t:.4f}" if t is not None else "-"
-        lines.append(f"  {sol:<{w}}  {status:<14} {ts:>10}  {detail.splitlines()[0] if detail else ''}{mark}")
+        lines.append(f"  {sol:<{w}}  {status:<14} {ts:>10}  {was:<8}  {detail.splitlines()[0] if detail else ''}")
     bad = [r for r in rows if r[1] != "ok"]
+    still = [r[0] for r in rows if r[0] in failing and r[1] == data["kind"]]
     return {"status": "ok" if not bad else "failures", "table": "\n".join(lines),
-            "error": f"{len(bad)} of {len(rows)} solutions fail" if bad else "",
+            "error": f"{len(bad)} of {len(rows)} solutions fail" if bad else "", "still_failing": still,
             "recorded_status": next((r[1] for r in rows if r[0] == data["solution"]), "?")}

@@ -1,5 +1,8 @@
-"""What makes two failures the same bug: failure kind + normalised MLIR + solution + the first line
-of the error with the run-to-run noise (numbers, addresses, paths) scrubbed out."""
+"""What makes two failures the same bug: failure kind + normalised MLIR + the first line of the error
+with the run-to-run noise (numbers, addresses, paths, the solution's own text) scrubbed out.
+
+The solution is not part of it: the solutions that fail one module in the same way are one bug, with
+one reproducer and one ticket that list every failing solution and the ones that passed."""
 from __future__ import annotations
 
 import hashlib
@@ -20,9 +23,12 @@ def first_line(text: str) -> str:
     return ""
 
 
-def normalise_error(error: str) -> str:
-    """The first non-empty line of ``error`` with addresses, paths and numbers replaced by tokens."""
+def normalise_error(error: str, solution: str = "") -> str:
+    """The first non-empty line of ``error`` with the solution's text (``solution``), addresses, paths and
+    numbers replaced by tokens."""
     line = first_line(error)
+    if solution and solution.strip():
+        line = line.replace(solution.strip(), "SOLUTION")
     line = _HEX.sub("ADDR", line)
     line = _PATH.sub("PATH", line)
     line = _NUM.sub("N", line)
@@ -58,13 +64,14 @@ def symbol_of(mlir_text: str = "", module_text: str = "") -> str:
     return (name or "module")[:48]
 
 
-def signature_of(kind: str, mlir_text: str, solution: str, error: str, module_text: str = "",
-                 inject: str = "") -> str:
-    """``<kind>-<symbol>-<8 hex>``. A planted fault (``MLIRTRACE_INJECT``) counts as a different compiler,
-    so it is part of the hash when there is one (real failures have none)."""
+def signature_of(kind: str, mlir_text: str, error: str, module_text: str = "", inject: str = "",
+                 solution: str = "") -> str:
+    """``<kind>-<symbol>-<8 hex>`` of kind + normalised MLIR (else module text) + normalised first error line
+    (``solution``: only scrubbed out of it). A planted fault (``MLIRTRACE_INJECT``) counts as a different
+    compiler, so it is part of the hash when there is one (real failures have none)."""
     h = hashlib.sha256()
     parts = [kind, normalise_mlir_text(mlir_text) if mlir_text else _WS.sub(" ", module_text).strip(),
-             (solution or "").strip(), normalise_error(error)]
+             normalise_error(error, solution)]
     if inject:
         parts.append("inject=" + ",".join(sorted(x.strip() for x in inject.split(",") if x.strip())))
     for part in parts:
@@ -74,6 +81,9 @@ def signature_of(kind: str, mlir_text: str, solution: str, error: str, module_te
 
 
 def signature(rec) -> str:
-    """Short stable id of a :class:`FailureRecord`, e.g. ``wrong-mlir_dot_add-1a2b3c4d``."""
+    """Short stable id of a :class:`FailureRecord`, e.g. ``wrong-mlir_dot_add-1a2b3c4d``: the same for
+    every solution that fails the module the same way. A fault that was on but is known not to be the
+    cause (``rec.planted is False``: it fails with the fault off too) is left out of it."""
     s = rec.span
-    return signature_of(rec.kind, s.mlir_text, s.solution, rec.error, s.module_text, rec.inject)
+    inject = rec.inject if getattr(rec, "planted", None) is not False else ""
+    return signature_of(rec.kind, s.mlir_text, rec.error, s.module_text, inject, solution=s.solution)

@@ -22,10 +22,46 @@ def one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text or "").strip()
 
 
+def failing_solutions(data: dict) -> list[str]:
+    """The solutions recorded failing this way, the reproducer's (``data['solution']``) first."""
+    sols = [s for s in (data.get("solutions") or []) if s]
+    return sols or ([data["solution"]] if data.get("solution") else [])
+
+
 def title(data: dict) -> str:
     sym = re.search(r"-(.+)-[0-9a-f]{8}$", data["signature"])
     symbol = sym.group(1) if sym else "module"
-    return f"[mlirtrace] {data['kind']}: {symbol} with solution {data['solution'] or '(none)'} on {data['device_key']}"
+    sols = failing_solutions(data)
+    with_ = (f"with {len(sols)} solutions" if len(sols) > 1 else
+             f"with solution {sols[0] if sols else '(none)'}")
+    return f"[mlirtrace] {data['kind']}: {symbol} {with_} on {data['device_key']}"
+
+
+def planted_note(data: dict) -> list[str]:
+    """What the ticket says of a fault that was switched on when it failed."""
+    inj = data.get("inject")
+    if not inj:
+        return []
+    planted = data.get("planted")
+    if planted is True:
+        text = (f"> Planted bug: it fails with the seeded fault `MLIRTRACE_INJECT={inj}` and passed with the "
+                "fault switched off. Used to test the tooling; not a compiler bug.")
+    elif planted is False:
+        text = (f"> Recorded with the seeded fault `MLIRTRACE_INJECT={inj}` switched on, but it fails with the "
+                "fault switched off too: **a real bug**, not the planted one.")
+    else:
+        text = (f"> Recorded with the seeded fault `MLIRTRACE_INJECT={inj}` switched on; whether the fault caused "
+                "it was not checked (run the reproducer without MLIRTRACE_INJECT to find out).")
+    return [text, ""]
+
+
+def solutions_lines(data: dict) -> list[str]:
+    sols, passed = failing_solutions(data), [p for p in (data.get("passed") or []) if p]
+    out = [f"**Failing solutions ({len(sols)}; the reproducer runs the first):** "
+           + (", ".join(f"`{s}`" for s in sols) or "(none)") + "  "]
+    out.append(f"**Solutions that passed on the same module ({len(passed)}):** "
+               + (", ".join(f"`{p}`" for p in passed) if passed else "none recorded") + "  ")
+    return out
 
 
 def occurrences_line(entry: dict) -> str:
@@ -39,12 +75,10 @@ def render_ticket(data: dict, entry: dict, script_rel: str) -> str:
     out = [f"# {title(data)}", ""]
     out += [f"**Failure kind:** {kind} ({KIND_WORDS.get(kind, kind)}), at the {data['stage']} stage  ",
             f"**Signature:** `{data['signature']}`  ",
-            f"**Solution (perf config):** `{data['solution'] or '(none)'}`  ",
+            f"**Solution (perf config):** `{data['solution'] or '(none)'}`  "] + solutions_lines(data) + [
             f"**Device:** {one_line(data.get('device_description') or data['device_key'])}  ",
             occurrences_line(entry), ""]
-    if data.get("inject"):
-        out += [f"> Recorded with the seeded fault `MLIRTRACE_INJECT={data['inject']}` switched on: this is a "
-                "planted bug, used to test the tooling.", ""]
+    out += planted_note(data)
     sus = data.get("suspect")
     if sus:
         out += ["## Suspected layer", "", f"**{LAYER_WORDS.get(sus['layer'], sus['layer'])}**", ""]
@@ -74,9 +108,10 @@ def render_ticket(data: dict, entry: dict, script_rel: str) -> str:
     out += ["## How to reproduce", "", fence(
         f"python {script_rel}                  # re-lowers the MLIR with the solution (needs pytest_mlirtrace)\n"
         f"python {script_rel} --show-kernel    # ... and prints the kernel source\n"
-        f"python {script_rel} --all-solutions  # quick-tunes every solution of the problem, reports each\n"
+        f"python {script_rel} --all-solutions  # runs every recorded solution (failing and passing), reports each\n"
         f"python {script_rel} --standalone     # numpy + pyopencl only", "sh"), "",
-        f"Exit status 0 once fixed, 1 while the failure reproduces (3: fails differently, 4: cannot run). "
+        f"Exit status 0 once fixed, 1 while the failure reproduces (2: bad usage, 3: not supported here, "
+        f"4: cannot run here, 5: only the original test can judge, 6: fails differently). "
         f"Inputs: `ir.random_inputs(module, seed={data['seed']})`. Standalone: {std}.", ""]
     v = data.get("versions", {})
     out += ["## Environment", ""] + [f"- {k}: {val}" for k, val in v.items()]

@@ -87,8 +87,14 @@ class ReproWriter:
         atomic_write(self.dir / "INDEX.md", render_index(entries))
 
     # ---- write -------------------------------------------------------------
-    def write(self, rec: FailureRecord) -> WrittenRepro:
+    def write(self, rec: FailureRecord, also=(), passed=()) -> WrittenRepro:
+        """Write ``rec`` (one occurrence of its signature). ``also``: more records of the same signature from
+        the same call (other solutions failing the same way); ``passed``: solutions that worked on the same
+        module. A known signature gets its count raised and its lists of failing and passing solutions
+        merged (the reproducer's payload and the ticket are written again when a list grows)."""
         sig = signature(rec)
+        failing = _unique([rec.span.solution] + [r.span.solution for r in also])
+        ok = [p for p in _unique(list(rec.passed) + list(passed)) if p not in failing]
         script, ticket = self.paths(sig)
         # the expensive part (oracle, layout checks) outside the lock, and only for a signature not seen yet
         known = sig in self._read_index()["reproducers"] and script.exists()
@@ -102,11 +108,21 @@ class ReproWriter:
                 entry["count"] = int(entry.get("count", 1)) + 1
                 entry["last_origin"], entry["last_seen"] = origin, now
                 entry["origins"] = (entry.get("origins", []) + [origin])[-MAX_ORIGINS:]
-                atomic_write(ticket, update_occurrences(ticket.read_text(encoding="utf-8"), entry))
+                sols = _unique(list(entry.get("solutions") or [entry.get("solution", "")]) + failing)
+                good = [p for p in _unique(list(entry.get("passed") or []) + ok) if p not in sols]
+                if sols != entry.get("solutions") or good != entry.get("passed"):
+                    entry["solutions"], entry["passed"] = sols, good
+                    data = read_payload(script)
+                    data["solutions"], data["passed"] = sols, good
+                    atomic_write(script, render_script(data), 0o755)
+                    atomic_write(ticket, render_ticket(data, entry, display_path(script)))
+                else:
+                    atomic_write(ticket, update_occurrences(ticket.read_text(encoding="utf-8"), entry))
                 new = False
             else:
                 if data is None:
                     data = build_payload(rec, sig)
+                data["solutions"], data["passed"] = failing, ok
                 count = int(entry.get("count", 0)) + 1 if entry else 1
                 entry = {"signature": sig, "kind": rec.kind, "stage": rec.stage, "symbol": rec.symbol,
                          "solution": rec.span.solution, "problem_key": rec.span.problem_key,
@@ -114,8 +130,8 @@ class ReproWriter:
                          "script": script.name, "ticket": ticket.name, "count": count,
                          "first_origin": entry.get("first_origin", origin) if entry else origin,
                          "last_origin": origin, "first_seen": entry.get("first_seen", now) if entry else now,
-                         "last_seen": now, "origins": [origin], "inject": rec.inject,
-                         "standalone": data["standalone"] is not None}
+                         "last_seen": now, "origins": [origin], "inject": rec.inject, "planted": rec.planted,
+                         "solutions": failing, "passed": ok, "standalone": data["standalone"] is not None}
                 atomic_write(script, render_script(data), 0o755)
                 atomic_write(ticket, render_ticket(data, entry, display_path(script)))
                 new = True
@@ -125,12 +141,29 @@ class ReproWriter:
             return WrittenRepro(sig, script, ticket, new, int(entry["count"]))
 
     def write_all(self, recs, passed=()) -> list[WrittenRepro]:
-        """Write the records of one compile/tune/run: records that share a signature (the same bug with
-        several solutions) become one reproducer. ``passed``: the solutions that worked on the same module.
-        One :class:`WrittenRepro` per signature, in the order first seen."""
-        out: dict[str, WrittenRepro] = {}
+        """Write the records of one call (a tune, a test): records that share a signature (the same bug
+        with several solutions) are one occurrence of one reproducer, listing each failing solution;
+        ``passed``: the solutions that worked on the same module. One :class:`WrittenRepro` per
+        signature, in the order first seen."""
+        groups: dict[str, list[FailureRecord]] = {}
         for r in recs:
-            w = self.write(r)
-            out.setdefault(w.signature, w)
-        return list(out.values())
+            groups.setdefault(signature(r), []).append(r)
+        return [self.write(rs[0], also=rs[1:], passed=passed) for rs in groups.values()]
 
+
+def _unique(items) -> list[str]:
+    out: list[str] = []
+    for x in items:
+        if x and x not in out:
+            out.append(x)
+    return out
+
+
+def read_payload(script: Path) -> dict:
+    """The data a written reproducer carries (its ``PAYLOAD``)."""
+    from .reproducer_template import load_payload
+
+    text = script.read_text(encoding="utf-8")
+    start = text.index("PAYLOAD = (")
+    end = text.index("\n)", start)
+    return load_payload("".join(line.strip().strip('"') for line in text[start + len("PAYLOAD = ("):end].splitlines()))

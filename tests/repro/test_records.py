@@ -51,7 +51,18 @@ def test_from_event_relowers_and_both_paths_reproduce(session, tmp_path):
     assert [r.returncode for r in runs] == [1, 0, 1], [r.stdout + r.stderr for r in runs]
     assert "REPRODUCED: wrong" in runs[2].stdout
     ticket = w.ticket_path.read_text()
-    assert "MLIRTRACE_INJECT=wrong_transpose_stride" in ticket and "planted bug" in ticket
+    # a fault was on, but nobody checked that it caused the failure: not labelled planted
+    assert "MLIRTRACE_INJECT=wrong_transpose_stride" in ticket and "was not checked" in ticket
+    assert "Planted bug" not in ticket
+    # passed with the fault off (as runs[1] just showed): planted; failed with it off too: a real bug,
+    # and then the fault is no part of its signature
+    rec.planted = True
+    w2 = ReproWriter(tmp_path / "r2").write(rec)
+    assert "Planted bug" in w2.ticket_path.read_text() and w2.signature == w.signature
+    rec.planted = False
+    w3 = ReproWriter(tmp_path / "r3").write(rec)
+    t3 = w3.ticket_path.read_text()
+    assert "**a real bug**" in t3 and "Planted bug" not in t3 and w3.signature != w.signature
 
 
 def test_from_run_refuses_a_passing_run_and_records_slow(session):

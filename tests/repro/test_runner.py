@@ -16,7 +16,7 @@ from pytest_mlirtrace.repro.runner import all_solutions_verdict
 
 from .test_standalone import GOOD, KERNELS, payload
 
-MAX_CODE_LINES = 375   # without the payload lines: 368 (591 when the package path was copied into it)
+MAX_CODE_LINES = 385   # without the payload lines: 378 (591 when the package path was copied into it)
 STANDALONE_IMPORTS = {"__future__", "argparse", "base64", "json", "os", "re", "signal", "subprocess", "sys", "zlib",
                       "numpy", "pyopencl"}
 LIBRARY_IMPORTS = {"pytest_mlirtrace.repro",                # run(PAYLOAD, argv): everything but the standalone path
@@ -131,13 +131,23 @@ def test_run_in_process_without_a_script(capsys):
     assert "need pytest_mlirtrace" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kind, status, rec, code", [
-    ("wrong", "ok", "ok", 0), ("wrong", "failures", "wrong", 1), ("wrong", "failures", "crash", 3),
+@pytest.mark.parametrize("kind, status, still, code", [
+    ("wrong", "ok", [], 0), ("wrong", "failures", ["a"], 1), ("wrong", "failures", [], 6),
 ])
-def test_all_solutions_verdict(kind, status, rec, code):
-    got, msg = all_solutions_verdict({"kind": kind}, {"status": status, "error": "2 of 9 solutions fail",
-                                                      "recorded_status": rec})
+def test_all_solutions_verdict(kind, status, still, code):
+    got, msg = all_solutions_verdict({"kind": kind, "solution": "a", "solutions": ["a", "b"]},
+                                     {"status": status, "error": "2 of 9 solutions fail", "still_failing": still})
     assert got == code, msg
+
+
+def test_contract_numbers_agree():
+    """The reproducer runs without the package, so it keeps its own copy of the exit codes."""
+    from pytest_mlirtrace.vocab import ExitCode
+
+    assert (tmpl.EXIT_FIXED, tmpl.EXIT_REPRODUCED, tmpl.EXIT_USAGE, tmpl.EXIT_NOT_SUPPORTED, tmpl.EXIT_CANNOT_RUN,
+            tmpl.EXIT_NEEDS_TEST, tmpl.EXIT_DIFFERENT) == (
+        ExitCode.OK, ExitCode.FAILURE, ExitCode.USAGE, ExitCode.NOT_SUPPORTED, ExitCode.ENVIRONMENT,
+        ExitCode.NEEDS_TEST, ExitCode.DIFFERENT)
 
 
 def test_a_child_that_never_launches_is_a_hang(tmp_path):
@@ -148,5 +158,5 @@ def test_a_child_that_never_launches_is_a_hang(tmp_path):
     path = tmp_path / "quick.py"
     path.write_text(src.replace(marker, "SETUP_TIMEOUT_S, DEFAULT_TIMEOUT_S = 0.05, 30.0"))
     out = run_script(path, "--standalone", "-q")
-    assert out.returncode == 3, out.stdout + out.stderr      # recorded: wrong; here: hang
+    assert out.returncode == 6, out.stdout + out.stderr      # recorded: wrong; here: hang
     assert "FAILS DIFFERENTLY: hang (recorded: wrong): no launch after 0.05 s of start-up and build" in out.stdout

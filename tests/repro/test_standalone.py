@@ -74,7 +74,7 @@ def test_fixed_kernel_passes_and_a_different_failure_says_so(tmp_path):
     bad = tmp_path / "bad.cl"
     bad.write_text(KERNELS["build_error"])
     out = run(tmp_path, data, "--kernel-file", str(bad), "--quiet")
-    assert out.returncode == 3 and "FAILS DIFFERENTLY: build_error (recorded: wrong)" in out.stdout
+    assert out.returncode == 6 and "FAILS DIFFERENTLY: build_error (recorded: wrong)" in out.stdout
 
 
 def test_layout_helpers_strided_broadcast_and_standard_outputs():

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter, normalise_error, render_script, signature
+from pytest_mlirtrace.repro.writer import read_payload
 from pytest_mlirtrace.repro.reproducer_template import load_payload
 from pytest_mlirtrace.engine import Span
 
@@ -47,11 +48,19 @@ def test_signature_is_stable_and_ignores_numbers_paths_addresses_comments():
     assert normalise_error("crash at 0x7ffd12 in /tmp/x/abc.so:12") == "crash at ADDR in PATH:N"
 
 
-@pytest.mark.parametrize("change", ["kind", "solution", "mlir", "error"])
+def test_signature_is_the_same_for_every_solution():
+    """One bug, one signature: the solution is not part of it, and its text in the error is scrubbed."""
+    base = record(error="worker killed by signal 11 (SIGSEGV) while running kernel 'k' [16,16,1]")
+    other = record(span=span(solution="32,8,4,2"),
+                   error="worker killed by signal 11 (SIGSEGV) while running kernel 'k' [32,8,4,2]")
+    assert signature(other) == signature(base)
+    assert normalise_error("failed [v2:32,8,4]", "v2:32,8,4") == "failed [SOLUTION]"
+
+
+@pytest.mark.parametrize("change", ["kind", "mlir", "error"])
 def test_signature_changes_with_each_part(change):
     base = record()
     other = {"kind": lambda: record(kind="crash"),
-             "solution": lambda: record(span=span(solution="32,32,1")),
              "mlir": lambda: record(span=span(mlir=MLIR.replace("migraphx.add", "migraphx.sub"))),
              "error": lambda: record(error="output 0: NaN where a number was expected")}[change]()
     assert signature(other) != signature(base)
@@ -145,11 +154,14 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     with ctx.Pool(n) as pool:
         results = [r for rs in pool.map(_write_many, [(str(tmp_path), i) for i in range(n)]) for r in rs]
     idx = {e["signature"]: e for e in ReproWriter(tmp_path).index()}
-    assert len(idx) == 3 + n
+    # the build error of each process's own solution is one bug: one reproducer listing every solution
+    assert len(idx) == 4
     assert sum(e["count"] for e in idx.values()) == 6 * n
-    shared = [e for e in idx.values() if e["kind"] != "build_error"]
-    assert sorted(e["count"] for e in shared) == sorted([2 * n, 2 * n, n])
-    assert sum(r["new"] for r in results) == 3 + n
+    assert sorted(e["count"] for e in idx.values()) == sorted([2 * n, 2 * n, n, n])
+    assert sum(r["new"] for r in results) == 4
+    [build] = [e for e in idx.values() if e["kind"] == "build_error"]
+    assert sorted(build["solutions"]) == sorted(f"{i + 1},1,1" for i in range(n))
+    assert sorted(read_payload(tmp_path / build["script"])["solutions"]) == sorted(build["solutions"])
     for e in idx.values():
         assert (tmp_path / e["script"]).exists() and (tmp_path / e["ticket"]).exists()
         assert f"**Occurrences:** {e['count']} " in (tmp_path / e["ticket"]).read_text()
@@ -167,8 +179,9 @@ def test_record_validation_and_from_dict():
 
 
 @pytest.mark.parametrize("kind, status, extra, code", [
-    ("wrong", "wrong", {}, 1), ("wrong", "ok", {}, 0), ("wrong", "crash", {}, 3), ("hang", "hang", {}, 1),
-    ("slow", "ok", {"time_ms": 2.0}, 1), ("slow", "ok", {"time_ms": 0.5}, 0), ("assertion", "ok", {}, 0),
+    ("wrong", "wrong", {}, 1), ("wrong", "ok", {}, 0), ("wrong", "crash", {}, 6), ("hang", "hang", {}, 1),
+    ("slow", "ok", {"time_ms": 2.0}, 1), ("slow", "ok", {"time_ms": 0.5}, 0), ("assertion", "ok", {}, 5),
+    ("wrong", "not_supported", {}, 3),
     ("imported", "ok", {}, 0), ("imported", "wrong", {}, 1), ("crash", "cannot_run", {}, 4),
 ])
 def test_verdicts(kind, status, extra, code):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 
 import pytest
 
 from ..repro import FailureRecord, signature
+from ..engine import MemoryDatabase
 from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
 from ..config import SettingError, inject_now
@@ -40,6 +42,11 @@ class Mlirtrace:
         self._written: list[FailureRecord] = []      # records already written (identity)
         self._session = None
         self._opts = RunOptions()                    # the options of the last call
+        # the tuning database of this test: its own, in memory, unless the run names one
+        self._db = state.tuning_database() if hasattr(state, "tuning_database") else MemoryDatabase()
+        # inside a Hypothesis test: the example now running, and the failures of that example only
+        self._example = None
+        self._current: list[FailureRecord] = []
 
     # ---- plumbing ----------------------------------------------------------
     @property
@@ -73,8 +80,11 @@ class Mlirtrace:
         except SettingError as e:
             pytest.fail(f"mlirtrace: {e}", pytrace=False)
         p = self.session.pipeline
+        example = _hypothesis_example()
+        if example is not self._example:          # a new example: earlier examples' failures are not its own
+            self._example, self._current = example, []
         self._opts = RunOptions(timeout_s=float(timeout_s) if timeout_s is not None else p.timeout_s,
-                                inject=inject, listeners=(self.log,))
+                                inject=inject, listeners=(self.log,), database=self._db)
         try:
             yield self._opts
         except DeviceError as e:
@@ -100,8 +110,14 @@ class Mlirtrace:
                 out.append(rec)
         return out
 
-    def _fail(self, recs: list[FailureRecord], what: str = "") -> None:
+    def _add(self, recs: list[FailureRecord]) -> None:
         self.failures.extend(recs)
+        self._current.extend(recs)
+
+    def _fail(self, recs: list[FailureRecord], what: str = "") -> None:
+        if self._state.repro and self._example is None:
+            self._check_planted(recs)   # before the signature is shown (inside Hypothesis: at the report)
+        self._add(recs)
         first = recs[0]
         s = first.span
         lines = [f"mlirtrace: {first.kind}: {first.symbol} with solution {s.solution or '(none)'} on "
@@ -115,6 +131,8 @@ class Mlirtrace:
                          "(see the 'mlirtrace: reproducer' section)")
         exc = pytest.fail.Exception("\n".join(lines), pytrace=False)
         self._raised[id(exc)] = (exc, recs)
+        while len(self._raised) > 64:              # shrinking raises many: the final ones are the last
+            self._raised.pop(next(iter(self._raised)))
         raise exc
 
     # ---- public API --------------------------------------------------------
@@ -134,7 +152,7 @@ class Mlirtrace:
             rec.bench_table = self.log.bench_table() if self._tuned else ""
             if check:
                 self._fail([rec])
-            self.failures.append(rec)
+            self._add([rec])
         return res
 
     def tune(self, source, mode: str = "quick", *, check: bool = True, use_database: bool = False,
@@ -148,13 +166,16 @@ class Mlirtrace:
             tr = self.session.tune(source, mode=mode, use_database=use_database, solutions=solutions, options=opts)
             recs = self._records_from_events(start, {c.span.hash: c.spec for c in tr.failures},
                                              self.session.pipeline.seed)
+            passed = tuple(r.solution for r in tr.rows if r.status == "ok")
+            for r in recs:
+                r.passed = passed
         self._note((tr.best.span if tr.best is not None else (tr.failures[0].span if tr.failures else None)),
                    self.session.pipeline.seed)
         if recs and (check or tr.best is None):
             self._fail(recs, f"; {len(tr.failures)} of {len(tr.rows)} solutions failed")
         if tr.best is None and check:
             pytest.fail(f"mlirtrace: no solution of {tr.lowered.key} works", pytrace=False)
-        self.failures.extend(recs)
+        self._add(recs)
         return tr
 
     def compile(self, source, solution=None, *, check: bool = True):
@@ -167,16 +188,23 @@ class Mlirtrace:
         if not c.ok:
             if check and recs:
                 self._fail(recs)
-            self.failures.extend(recs)
+            self._add(recs)
         return c
 
     # ---- the failing test's report ------------------------------------------
     def _records_for(self, call) -> list[FailureRecord]:
-        exc = call.excinfo.value
-        hit = self._raised.get(id(exc))
-        if hit is not None and hit[0] is exc:
-            return hit[1]
-        pending = [r for r in self.failures if not self._was_written(r)]
+        """The records of the failure that ended the test: those of the fixture call(s) that raised it (each
+        of a group: Hypothesis reports several distinct failures as one), else the unchecked failures of
+        the last example (a Hypothesis test: the final, shrunk one; else the whole test), else an
+        assertion of the test's own."""
+        hits = []
+        for exc in _flatten(call.excinfo.value):
+            hit = self._raised.get(id(exc))
+            if hit is not None and hit[0] is exc:
+                hits += hit[1]
+        if hits:
+            return hits
+        pending = [r for r in self._current if not self._was_written(r)]
         if pending:
             return pending
         error = call.excinfo.exconly(tryshort=False) or call.excinfo.typename
@@ -192,13 +220,12 @@ class Mlirtrace:
             return
         written, errors = [], []
         if self._state.repro:
-            writer = self._state.writer()
-            for r in recs:
-                try:
-                    written.append(writer.write(r))
-                except Exception as e:   # noqa: BLE001
-                    errors.append(f"{signature(r)}: {type(e).__name__}: {e}")
-                self._written.append(r)
+            self._check_planted(recs)
+            try:
+                written = self._state.writer().write_all(recs)
+            except Exception as e:   # noqa: BLE001
+                errors.append(f"{signature(recs[0])}: {type(e).__name__}: {e}")
+            self._written.extend(recs)
         first = recs[0]
         s = first.span
         add = rep.sections.append
@@ -215,6 +242,48 @@ class Mlirtrace:
                      (PROP_TICKET, str(w.ticket_path)), (PROP_REPRO, json.dumps(w.to_dict()))]
             rep.user_properties.extend(props)
             self.node.user_properties.extend(props)
+
+
+    def _check_planted(self, recs: list[FailureRecord]) -> None:
+        """A failure recorded with a fault switched on is called planted only once it passes with the fault
+        off: each such bug (one signature) is run once more, fault off, with the solution and seed it
+        failed with. A test's own assertion cannot be judged that way and stays unchecked."""
+        groups: dict[str, list[FailureRecord]] = {}
+        for r in recs:
+            if r.inject and r.planted is None and r.kind != "assertion":
+                groups.setdefault(signature(r), []).append(r)
+        for rs in groups.values():
+            first = rs[0]
+            src = first.span.mlir_text or first.span.module_text
+            try:
+                res = self.session.run(src, solution=first.span.solution or None, seed=first.seed,
+                                       options=RunOptions(inject="", timeout_s=first.timeout_s,
+                                                          database=MemoryDatabase()))
+            except Exception:   # noqa: BLE001 - it can't even run with the fault off: left unchecked
+                continue
+            ok = res.ok and not (first.max_ms is not None and res.time_ms is not None and res.time_ms > first.max_ms)
+            for r in rs:
+                r.planted = ok
+
+
+def _hypothesis_example():
+    """The Hypothesis example running now (its build context), or None outside one. Hypothesis is only
+    looked at when the test process has imported it."""
+    control = sys.modules.get("hypothesis.control")
+    if control is None:
+        return None
+    try:
+        return control.current_build_context()
+    except Exception:   # noqa: BLE001 - InvalidArgument: no example is running
+        return None
+
+
+def _flatten(exc):
+    """``exc`` and, for an exception group, every exception inside it."""
+    yield exc
+    for sub in getattr(exc, "exceptions", None) or ():
+        if isinstance(sub, BaseException):
+            yield from _flatten(sub)
 
 
 def _stop_for_environment(e: DeviceError):

@@ -11,6 +11,9 @@ Options (and ini keys):
   ``--mlir-device SPEC``   (``mlir_device``; else ``MLIRTRACE_DEVICE``, else PoCL's CPU device)
   ``--mlir-timeout S``     (``mlir_timeout``, default 30: seconds before a kernel counts as hung)
   ``--mlir-no-repro``      (``mlir_repro = false``) write no reproducers
+  ``--mlir-tuning-db PATH`` (``mlir_tuning_db``; else ``MLIRTRACE_TUNING_DB``) the tuning database the fixture
+                           reads and writes; by default each test has its own, in memory, so that no test's
+                           outcome depends on what another test or an earlier run tuned
 
 Reproducers are written whenever a test that used the fixture fails (with or without
 ``--mlir-trace``), at the end of the failing phase, one per distinct failure: a failed fixture
@@ -50,7 +53,12 @@ def pytest_addoption(parser):
                 help="seconds before a kernel counts as hung (ini: mlir_timeout; default 30)")
     g.addoption("--mlir-no-repro", dest="mlir_no_repro", action="store_true", default=False,
                 help="write no reproducers for failing tests (ini: mlir_repro = false)")
+    g.addoption("--mlir-tuning-db", dest="mlir_tuning_db", default=None, metavar="PATH",
+                help="tuning database file shared by the tests (ini: mlir_tuning_db; env MLIRTRACE_TUNING_DB); "
+                     "default: each test has its own, in memory, so no test depends on another's tuning")
     parser.addini("mlir_trace", "mlirtrace trace level 0-3 (like --mlir-trace=LEVEL)", default="")
+    parser.addini("mlir_tuning_db", "mlirtrace tuning database file shared by the tests (relative to the ini "
+                                    "file); default: one in memory per test", default="")
     parser.addini("mlir_repro_dir", "mlirtrace reproducer directory (relative to the ini file)", default="")
     parser.addini("mlir_device", "mlirtrace OpenCL device spec", default="")
     parser.addini("mlir_timeout", "mlirtrace hang timeout in seconds", default="")
@@ -89,28 +97,23 @@ class MlirtraceState:
         self.config = config
         opt = config.option
         ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
-                    "timeout_s": "mlir_timeout", "repro": "mlir_repro"}
+                    "timeout_s": "mlir_timeout", "repro": "mlir_repro", "tuning_db": "mlir_tuning_db"}
         try:
             st = resolve({"trace": opt.mlir_trace, "repro_dir": opt.mlir_repro_dir, "device": opt.mlir_device,
-                          "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None},
+                          "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None,
+                          "tuning_db": opt.mlir_tuning_db},
                          option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
-                                       "device": "--mlir-device", "timeout_s": "--mlir-timeout"},
+                                       "device": "--mlir-device", "timeout_s": "--mlir-timeout",
+                                       "tuning_db": "--mlir-tuning-db"},
                          env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
                          ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
         except SettingError as e:
             raise pytest.UsageError(str(e)) from None
         self.settings = st
         self.level = st.trace
-        src = st.source("repro_dir")
-        if src.endswith("(command line)"):
-            self.repro_dir = Path(config.invocation_params.dir, st.repro_dir)
-        elif "(ini file" in src:
-            base = config.inipath.parent if config.inipath else config.rootpath
-            self.repro_dir = Path(base, st.repro_dir)
-        elif st.repro_dir:
-            self.repro_dir = Path(st.repro_dir)
-        else:
-            self.repro_dir = Path(config.rootpath, "reproducers")
+        self.repro_dir = self._path("repro_dir") or Path(config.rootpath, "reproducers")
+        self.tuning_db = self._path("tuning_db")     # None: each test has its own, in memory
+        self._database = None
         self.device = st.device
         self.timeout_s = st.timeout_s
         self.repro = st.repro
@@ -120,14 +123,38 @@ class MlirtraceState:
         self._writer = None
         self.reported: dict[tuple[str, str], dict] = {}    # (nodeid, signature) -> WrittenRepro dict + origin
 
+    def _path(self, name: str) -> Path | None:
+        """A path setting: relative to where pytest was started (option), to the ini file (ini key), as it
+        is (environment); None when unset."""
+        value, src = getattr(self.settings, name), self.settings.source(name)
+        if not value:
+            return None
+        if src.endswith("(command line)"):
+            return Path(self.config.invocation_params.dir, value)
+        if "(ini file" in src:
+            return Path(self.config.inipath.parent if self.config.inipath else self.config.rootpath, value)
+        return Path(value)
+
+    def tuning_database(self):
+        """The tuning database of one test: the named one (shared by every test), else a new one in memory."""
+        from ..engine import MemoryDatabase, TuningDatabase
+
+        if self.tuning_db is None:
+            return MemoryDatabase()
+        if self._database is None:
+            self._database = TuningDatabase(self.tuning_db)
+        return self._database
+
     def trace_session(self):
         if self._session is None:
             if self._session_error is not None:
                 raise self._session_error
             from ..trace import TraceConfig, TraceSession
             try:
+                from ..engine import MemoryDatabase
+                # every call passes its test's database; the session's own is never on disk
                 self._session = TraceSession(self.device, config=TraceConfig.from_level(self.level),
-                                             timeout_s=self.timeout_s)
+                                             timeout_s=self.timeout_s, database=MemoryDatabase())
             except Exception as e:   # noqa: BLE001 - no OpenCL device: every test using the fixture says so
                 self._session_error = e
                 raise

@@ -118,6 +118,16 @@ def test_every_failure_kind_leaves_sections_a_reproducer_and_a_ticket(inner):
     assert files == sorted([f"{s}{ext}" for s in index for ext in (".py", ".md")] + ["INDEX.json", "INDEX.md"])
     ticket = (inner.path / "reproducers" / f"{sigs['test_wrong']}.md").read_text()
     assert "**Occurrences:** 2 (first: test_inner.py::test_wrong; last: test_inner.py::test_wrong_again)" in ticket
+    # the fault was on, and the case passed with it off: planted (checked, not assumed)
+    assert "> Planted bug: it fails with the seeded fault `MLIRTRACE_INJECT=wrong_transpose_stride`" in ticket
+    assert index[sigs["test_wrong"]]["planted"] is True
+    # a tune whose solutions fail the same way: one reproducer, listing each failing solution and those that passed
+    tuned = index[sigs["test_tune"]]
+    assert (tuned["solutions"], tuned["passed"]) == (["1,1,8,1,1,1,0,4"], ["1,1,4,1,1,1,0,4"])
+    tticket = (inner.path / "reproducers" / f"{sigs['test_tune']}.md").read_text()
+    assert "**Failing solutions (1; the reproducer runs the first):** `1,1,8,1,1,1,0,4`" in tticket
+    assert "**Solutions that passed on the same module (1):** `1,1,4,1,1,1,0,4`" in tticket
+    assert all(f"`{x}`" in tticket for x in tuned["solutions"] + tuned["passed"])
     assert ticket.startswith(f"# [mlirtrace] wrong: mlir_transpose_dot with solution ")
     # junitxml carries the reproducer and the signature
     junit = (inner.path / "junit.xml").read_text()
@@ -154,7 +164,7 @@ def test_every_failure_kind_leaves_sections_a_reproducer_and_a_ticket(inner):
     got = []
     for i in range(0, len(jobs), 2):      # two at a time: two cores, and the hang timeout counts builds too
         got += run_reproducers(jobs[i:i + 2])
-    want = [1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1]
+    want = [1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 5, 1]    # 5: an assertion reproducer needs its test to judge it
     assert [g.returncode for g in got] == want, "\n\n".join(f"{g.args} -> {g.returncode}\n{g.stdout[-3000:]}"
                                                             for g in got)
     wrong_on, wrong_off, wrong_sa, wrong_nopkg, hang_on, hang_off, crash_sa, crash_pkg, build_sa, slow, \

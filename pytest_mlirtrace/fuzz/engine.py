@@ -37,6 +37,7 @@ from hypothesis import seed as hseed
 
 from .. import codegen, ir, mlir, repro, runtime, engine
 from ..config import inject_now
+from ..vocab import ExitCode
 from ..strategies import SUPPORTED_KINDS, fused_cases
 from .examples import keyed_database
 from .options import FuzzOptions
@@ -268,24 +269,40 @@ class Fuzzer:
         self.stats.phase = f"shrinking {f.kind}"
 
     # ---- writing ------------------------------------------------------------------
-    def _reproduces(self, rec) -> bool:
-        """Does ``rec``'s reproducer fail in a fresh process (as the user will run it)? A failure that
-        depends on the worker's state (stale local memory of earlier kernels, a race) may not."""
+    def _reproducer_status(self, rec, inject: str | None) -> int | None:
+        """The exit status of ``rec``'s reproducer run in a fresh process (as the user will run it), with
+        the faults ``inject`` switched on; None when it had to be killed."""
         with tempfile.TemporaryDirectory(prefix="mlirtrace-verify-") as d:
             w = repro.ReproWriter(d).write(rec)
             env = dict(os.environ)
             env.pop("MLIRTRACE_INJECT", None)
-            if self.inject:
-                env["MLIRTRACE_INJECT"] = self.inject
+            if inject:
+                env["MLIRTRACE_INJECT"] = inject
             t = float(getattr(rec, "timeout_s", None) or self.o.timeout_s)
             cmd = [sys.executable, str(w.script_path), "--quiet", "--timeout", f"{t:g}"]
             if self.o.device:
                 cmd += ["--device", self.o.device]
             try:
-                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=t * 3 + 120)
+                return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=t * 3 + 120).returncode
             except subprocess.TimeoutExpired:
-                return True
-            return p.returncode != 0
+                return None
+
+    def _reproduces(self, rec) -> bool:
+        """Does ``rec``'s reproducer fail in a fresh process? A failure that depends on the worker's state
+        (stale local memory of earlier kernels, a race) may not."""
+        return self._reproducer_status(rec, self.inject) != ExitCode.OK
+
+    def _check_planted(self, rec) -> None:
+        """With faults on: the case is planted once its reproducer passes with them off; a real bug when
+        it fails the same way or otherwise (``rec.planted`` False); unknown when it could not run."""
+        if not self.inject or rec is None or rec.planted is not None:
+            return
+        self.stats.phase = "checking the finding with the fault off"
+        code = self._reproducer_status(rec, None)
+        if code == ExitCode.OK:
+            rec.planted = True
+        elif code in (ExitCode.FAILURE, ExitCode.DIFFERENT, None):
+            rec.planted = False
 
     def _pick_reproducible(self, f: Finding) -> Finding:
         """``f`` if its reproducer fails on its own, else the smallest earlier failing case (of the same
@@ -325,6 +342,7 @@ class Fuzzer:
             f = g
         f.shrunk = shrunk
         if f.record is not None:
+            self._check_planted(f.record)
             f.written = self.writer.write(f.record)
             f.path = str(f.written.script_path)
         else:

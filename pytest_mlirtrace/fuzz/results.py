@@ -105,7 +105,7 @@ def _way(res, problem_kind: str) -> str:
     the problem kind and (not for wrong results) the error's first line without numbers, names, lists."""
     if res.status == "wrong":
         return f"wrong/{problem_kind}"
-    err = repro.normalise_error(res.detail or res.compiled.error or res.status)
+    err = repro.normalise_error(res.detail or res.compiled.error or res.status, res.compiled.span.solution)
     return f"{res.status}/{problem_kind}/{_QUOTED.sub('Q', err)}"
 
 

@@ -313,8 +313,10 @@ def _repro_section(written, errors, enabled: bool) -> str:
     for w in written:
         script = _rel(w.script_path)
         state = "new" if w.new else f"seen before: {w.count} occurrences"
+        exits = ("exit 5 = only this test can judge its assertion, 1 = the kernel fails now"
+                 if w.signature.startswith("assertion-") else "exit 0 = fixed, 1 = reproduces")
         lines += [f"{script}  ({w.signature}, {state})",
-                  f"  run:        python {script}   (exit 0 = fixed, 1 = reproduces)",
+                  f"  run:        python {script}   ({exits})",
                   f"  standalone: python {script} --standalone   (numpy + pyopencl only)",
                   f"  ticket:     {_rel(w.ticket_path)}"]
     lines += [f"could not write {e}" for e in errors]

@@ -124,3 +124,22 @@ def test_b(mlirtrace):
     shared = inner.runpytest("-p", "no:cacheprovider", f"--mlir-tuning-db={db}")
     shared.assert_outcomes(passed=1, failed=1)
     assert [e["solution"] for e in json.loads(db.read_text()).values()] == ["8,64,8,8,32,16,0,4"]
+
+
+def test_signatures_are_stable_across_runs(inner):
+    """The issue's case: an ``assert False`` after a run got another signature on the next run, because a
+    tune (here in another test, first) had changed the solution run() picks."""
+    inner.makepyfile(test_inner=f'''
+DOT64 = {DOT64!r}
+
+def test_a_tunes(mlirtrace):
+    mlirtrace.tune(DOT64, solutions=["8,64,8,8,32,16,0,4"])
+
+def test_b_asserts(mlirtrace):
+    mlirtrace.run(DOT64)
+    assert False, "the test's own check"
+''')
+    inner.runpytest("-p", "no:cacheprovider", "-k", "test_b").assert_outcomes(failed=1)
+    inner.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1, failed=1)
+    [entry] = _index(inner).values()
+    assert entry["kind"] == "assertion" and entry["count"] == 2

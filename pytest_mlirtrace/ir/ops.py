@@ -14,9 +14,10 @@ COMPARE_OPS = ("greater", "less", "equal")
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + COMPARE_OPS + ("where", "convert")
 REDUCE_OPS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_mean")
 GEMM_OPS = ("dot", "quant_dot")
+CONV_OPS = ("convolution", "quant_convolution")
 KNOWN_OPS = frozenset(("@param", "@literal", "@return", "multibroadcast", "broadcast", "transpose",
                        "reshape", "contiguous", "slice", "squeeze", "unsqueeze", "softmax")
-                      + POINTWISE_OPS + REDUCE_OPS + GEMM_OPS)
+                      + POINTWISE_OPS + REDUCE_OPS + GEMM_OPS + CONV_OPS)
 
 
 def _err(ins: Instruction, msg: str) -> IRError:
@@ -250,6 +251,82 @@ def _gemm(ins, shapes):
     return Shape.of(a.dtype, lens)
 
 
+def with_lens_like(s: Shape, lens) -> Shape:
+    """A packed shape of ``lens`` whose dims are laid out in the order of ``s``'s strides (outermost
+    first; ties keep the logical order), as MIGraphX's ``shape::with_lens``: an NHWC-strided input
+    gives an NHWC-strided output."""
+    lens = tuple(int(x) for x in lens)
+    order = sorted(range(len(lens)), key=lambda i: (-s.strides[i], i)) if len(s.strides) == len(lens) \
+        else list(range(len(lens)))
+    strides = [0] * len(lens)
+    acc = 1
+    for i in reversed(order):
+        strides[i] = acc
+        acc *= max(lens[i], 1)
+    return Shape(s.dtype, lens, tuple(strides))
+
+
+def conv_params(ins: Instruction, spatial: int) -> tuple[list[int], list[int], list[int], list[int], int]:
+    """(pad_begin, pad_end, stride, dilation, group) of a convolution with ``spatial`` spatial dims.
+    ``padding`` has one value per spatial dim (symmetric) or two (MIGraphX's begin..., end... form)."""
+    pad = _ints(ins, "padding", required=False) or [0] * spatial
+    if len(pad) == spatial:
+        begin, end = list(pad), list(pad)
+    elif len(pad) == 2 * spatial:
+        begin, end = list(pad[:spatial]), list(pad[spatial:])
+    else:
+        raise _err(ins, f"padding {pad} must have {spatial} or {2 * spatial} values for {spatial} spatial dims")
+    stride = _ints(ins, "stride", required=False) or [1] * spatial
+    dilation = _ints(ins, "dilation", required=False) or [1] * spatial
+    for key, v in (("stride", stride), ("dilation", dilation)):
+        if len(v) != spatial:
+            raise _err(ins, f"{key} {v} must have {spatial} values")
+        if any(x < 1 for x in v):
+            raise _err(ins, f"{key} {v} must be positive")
+    if any(x < 0 for x in begin + end):
+        raise _err(ins, f"padding {pad} must not be negative")
+    group = ins.attrs.get("group", 1)
+    if not isinstance(group, int) or group < 1:
+        raise _err(ins, f"group must be a positive integer, got {group!r}")
+    mode = ins.attrs.get("padding_mode", 0)
+    if not isinstance(mode, int) or mode not in (0, 1, 2):
+        raise _err(ins, f"padding_mode must be 0 (default), 1 (same_lower) or 2 (same_upper), got {mode!r}")
+    return begin, end, stride, dilation, group
+
+
+def _conv(ins, shapes):
+    _arity(ins, shapes, 2)
+    x, w = shapes
+    if x.rank < 3 or x.rank != w.rank:
+        raise _err(ins, f"input {list(x.lens)} and weights {list(w.lens)} must have the same rank, at least 3 "
+                        "(N, C, spatial...)")
+    spatial = x.rank - 2
+    begin, end, stride, dilation, group = conv_params(ins, spatial)
+    n, c = x.lens[:2]
+    k, cg = w.lens[:2]
+    if c != cg * group:
+        raise _err(ins, f"input channels {c} != weight channels {cg} x group {group}")
+    if k % group:
+        raise _err(ins, f"output channels {k} are not a multiple of group {group}")
+    out = [n, k]
+    for i in range(spatial):
+        span = dilation[i] * (w.lens[2 + i] - 1) + 1
+        size = x.lens[2 + i] + begin[i] + end[i] - span
+        if size < 0:
+            raise _err(ins, f"kernel {list(w.lens[2:])} (dilation {dilation}) does not fit the padded input "
+                            f"{list(x.lens[2:])} (padding {begin + end})")
+        out.append(size // stride[i] + 1)
+    if x.dtype != w.dtype:
+        raise _err(ins, f"inputs differ in type: {x.dtype.migraphx} vs {w.dtype.migraphx}")
+    if ins.op == "quant_convolution":
+        if x.dtype.name not in ("i8", "u8"):
+            raise _err(ins, f"quant_convolution takes int8 inputs, got {x.dtype.migraphx}")
+        return with_lens_like(x.with_dtype("i32"), out)
+    if not x.dtype.is_float:
+        raise _err(ins, f"convolution takes float inputs, got {x.dtype.migraphx} (use quant_convolution for int8)")
+    return with_lens_like(x, out)
+
+
 def _reduce(ins, shapes):
     _arity(ins, shapes, 1)
     s = shapes[0]
@@ -271,6 +348,7 @@ RULES: dict[str, Callable[[Instruction, list[Shape]], Shape]] = {
     "multibroadcast": _multibroadcast, "broadcast": _broadcast, "transpose": _transpose,
     "reshape": _reshape, "reshape_lazy": _reshape, "contiguous": _contiguous, "slice": _slice,
     "squeeze": _squeeze, "unsqueeze": _unsqueeze, "dot": _gemm, "quant_dot": _gemm,
+    "convolution": _conv, "quant_convolution": _conv,
     "softmax": _softmax, "where": _where, "convert": _convert,
     **{op: _unary for op in UNARY_OPS}, **{op: _binary for op in BINARY_OPS},
     **{op: _compare for op in COMPARE_OPS}, **{op: _reduce for op in REDUCE_OPS},
@@ -290,4 +368,4 @@ def infer_shape(ins: Instruction, shapes: list[Shape]) -> Shape:
 
 
 __all__ = ["infer_shape", "UnsupportedOp", "KNOWN_OPS", "UNARY_OPS", "BINARY_OPS", "COMPARE_OPS",
-           "POINTWISE_OPS", "REDUCE_OPS", "GEMM_OPS", "RULES", "BY_NAME"]
+           "POINTWISE_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "RULES", "BY_NAME", "conv_params", "with_lens_like"]

@@ -83,6 +83,31 @@ def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     raise KeyError(op)
 
 
+def convolve(ins: Instruction, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """MIGraphX's (quant_)convolution in float64 (int64 for integers): for each kernel position, the
+    strided window of the zero-padded input times that position's weights, summed; groups split the
+    channels."""
+    from .ops import conv_params
+
+    spatial = x.ndim - 2
+    begin, end, stride, dilation, group = conv_params(ins, spatial)
+    acc = np.int64 if x.dtype.kind in "iub" else np.float64
+    x, w = x.astype(acc), w.astype(acc)
+    n, c = x.shape[:2]
+    k, cg = w.shape[:2]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(b, e) for b, e in zip(begin, end)])
+    out_sp = [(xp.shape[2 + i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1 for i in range(spatial)]
+    xg = xp.reshape((n, group, cg) + xp.shape[2:])
+    wg = w.reshape((group, k // group, cg) + w.shape[2:])
+    out = np.zeros((n, group, k // group) + tuple(out_sp), dtype=acc)
+    for pos in np.ndindex(*w.shape[2:]):
+        window = tuple(slice(p * d, p * d + (o - 1) * s + 1, s) for p, d, o, s in zip(pos, dilation, out_sp, stride))
+        xs = xg[(slice(None), slice(None), slice(None)) + window]          # n, g, cg, out...
+        ws = wg[(slice(None), slice(None), slice(None)) + pos]             # g, kg, cg
+        out += np.einsum("ngc...,gkc->ngk...", xs, ws)
+    return out.reshape((n, k) + tuple(out_sp))
+
+
 def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[DType]) -> np.ndarray:
     op, a = ins.op, ins.attrs
     out = ins.shape
@@ -112,6 +137,8 @@ def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[D
         return _round(x, out.dtype)
     if op in ("dot", "quant_dot"):
         return _round(np.matmul(args[0], args[1]), out.dtype)
+    if op in ("convolution", "quant_convolution"):
+        return _round(convolve(ins, args[0], args[1]), out.dtype)
     if op in UNARY_OPS:
         return _round(_unary(op, args[0]), out.dtype)
     if op in BINARY_OPS or op in COMPARE_OPS:

@@ -210,8 +210,9 @@ def test_softmax():
 
 def test_unknown_op_and_undefined_input():
     m, (a,) = mod(("f32", [2]))
-    with pytest.raises(UnsupportedOp, match=r"@1 = convolution: op 'convolution' is not supported"):
-        m.add("convolution", a, a)
+    with pytest.raises(UnsupportedOp, match=r"@1 = backwards_data_convolution: op 'backwards_data_convolution' is "
+                                            "not supported"):
+        m.add("backwards_data_convolution", a, a)
     with pytest.raises(IRError, match=r"@1 = relu: input nope is not defined before it"):
         m.add("relu", "nope")
     with pytest.raises(IRError, match=r"a second instruction with this name"):
@@ -221,7 +222,8 @@ def test_unknown_op_and_undefined_input():
 def test_every_rule_is_tested_here():
     tested = set(UNARY_OPS + BINARY_OPS + COMPARE_OPS + REDUCE_OPS) | {
         "where", "convert", "multibroadcast", "broadcast", "transpose", "reshape", "contiguous", "slice",
-        "squeeze", "unsqueeze", "dot", "quant_dot", "softmax", "reshape_lazy"}
+        "squeeze", "unsqueeze", "dot", "quant_dot", "softmax", "reshape_lazy",
+        "convolution", "quant_convolution"}      # test_ir_conv.py
     assert set(RULES) <= tested
 
 

@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from ..ir.dtypes import BY_MLIR
-from ..ir.ops import RULES
 from .lines import (ALIAS, BLANK, MLIR_BODY, MLIR_CONT, MLIR_START, Line, braces, indent, looks_log,
                     strong_stop)
 from .link import derived_problems
@@ -158,6 +157,16 @@ def take_mlir(r: Reader, first: int, i: int) -> int:
     return j
 
 
+def _not_lowered(module) -> str | None:
+    """Why the code generator refuses ``module`` (it parsed and verified), or None when it lowers it."""
+    from ..codegen import LoweringError, problem_of
+    try:
+        problem_of(module)
+    except LoweringError as e:
+        return f"not supported by the code generator: {e}"
+    return None
+
+
 # ---------------------------------------------------------- classification --
 def classify_mlir(parts: TraceLogParts, layer: Any = None) -> None:
     """Scan each MLIR module, parse it with ``layer`` where given, and say whether (and why not) it runs."""
@@ -208,6 +217,11 @@ def _classify_one(parts: TraceLogParts, layer: Any, part: MLIRPart) -> None:
             inv = getattr(pf, "invalid", None)
             if isinstance(inv, str) and inv.strip():
                 reasons.append(_log_pos(part, f"invalid: {inv.strip()}"))
+            module = getattr(pf, "module", None) if getattr(pf, "ok", False) else None
+            if module is not None:
+                why = _not_lowered(module)
+                if why:
+                    reasons.append(f"@{pf.name}: {why}")
     if part.parse_error and not reasons:
         reasons.append(f"the mlir layer cannot parse it ({part.parse_error})")
     seen: list[str] = []
@@ -261,7 +275,9 @@ def type_reason(dt: str) -> str | None:
 
 
 def supported_migraphx_ops() -> frozenset[str]:
-    return frozenset(RULES) | {"literal"}
+    """The migraphx ops a module may use and still run here: those the code generator lowers."""
+    from ..codegen.problem import LOWERED_OPS
+    return frozenset(LOWERED_OPS) | {"literal"}
 
 
 def scan_reasons(sc: MLIRScan, *, with_ops: bool = True) -> list[str]:

@@ -1,4 +1,10 @@
-"""Shared bits of the subcommands: reading a module file, device/trace options, errors, progress."""
+"""Shared bits of the subcommands: reading a module file, device/trace options, errors, progress.
+
+Every error a command can meet is turned here into one line on stderr and a status of the exit-code
+contract (:class:`~pytest_mlirtrace.vocab.exit_codes.ExitCode`): bad input or usage 2
+(``mlirtrace: FILE:LINE:COL: message``), a module the code generator does not handle 3
+(``mlirtrace: not supported: FILE: <which op, why>``); ``main`` adds 4 (environment) and 130 (Ctrl-C).
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,9 +12,15 @@ import contextlib
 import sys
 import time
 
+from ..vocab.exit_codes import ExitCode
+
 
 class CLIError(Exception):
-    """A user error: printed as ``mlirtrace: <message>`` with exit status 2."""
+    """A user error: printed as ``mlirtrace: <message>`` with exit status 2 (``code``: another status)."""
+
+    def __init__(self, message: str, code: int = ExitCode.USAGE):
+        super().__init__(message)
+        self.code = code
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:
@@ -21,20 +33,45 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
                    help="seconds before a kernel counts as hung (env MLIRTRACE_TIMEOUT; default 30)")
 
 
-def read_source(path: str):
-    """(Module, MLIR text or None) from a MIGraphX-text or MLIR file, with file:line errors."""
-    from ..engine import load_module
+def add_module_options(p: argparse.ArgumentParser, *, database: bool = False) -> None:
+    """``--func`` and ``--max-bytes`` (run, compile, tune); ``database``: also ``--no-database``."""
+    p.add_argument("--func", default=None, metavar="NAME",
+                   help="the func of an MLIR file to use (required when the file has several)")
+    p.add_argument("--max-bytes", default=None, metavar="SIZE",
+                   help="most host memory a checked run may take for inputs, outputs and the numpy oracle, "
+                        "checked before anything is allocated: bytes or 512M, 2G (env MLIRTRACE_MAX_BYTES; "
+                        "default 2G)")
+    if database:
+        p.add_argument("--no-database", action="store_true",
+                       help="read and write no tuning database (tune results are kept in memory only)")
+
+
+def _located(msg: str, path: str) -> str:
+    return msg if msg.startswith(path) else f"{path}: {msg}"
+
+
+def read_source(path: str, func: str | None = None):
+    """(Module, MLIR text or None) from a MIGraphX-text or MLIR file, with file:line errors: usage errors
+    (exit 2), or not supported (exit 3) for valid MLIR that no func of can be converted."""
+    from ..engine.session import load_module, read_source as read_text
+    from ..mlir import MLIRUnsupportedError
 
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path)
     except OSError as e:
-        raise CLIError(f"cannot read {path}: {e.strerror}") from None
-    try:
-        return load_module(text, path)
+        raise CLIError(f"cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:
-        msg = str(e)
-        raise CLIError(msg if msg.startswith(path) else f"{path}: {msg}") from None
+        raise CLIError(_located(str(e), path)) from None
+    try:
+        return load_module(text, path, func=func)
+    except MLIRUnsupportedError as e:
+        raise CLIError("not supported: " + _located(str(e), path), ExitCode.NOT_SUPPORTED) from None
+    except ValueError as e:
+        raise CLIError(_located(str(e), path)) from None
+
+
+_OPTIONS = {"device": "--device", "timeout_s": "--timeout", "trace": "--trace", "max_bytes": "--max-bytes",
+            "repro_dir": "--repro-dir"}
 
 
 def settings(args):
@@ -42,27 +79,33 @@ def settings(args):
     bad value is a usage error naming where it came from."""
     from ..config import SettingError, resolve
 
+    values = {"device": getattr(args, "device", None), "timeout_s": getattr(args, "timeout", None),
+              "trace": getattr(args, "trace", None), "max_bytes": getattr(args, "max_bytes", None),
+              "repro_dir": getattr(args, "repro_dir", None)}
     try:
-        return resolve({"device": getattr(args, "device", None), "timeout_s": getattr(args, "timeout", None),
-                        "trace": getattr(args, "trace", None)},
-                       option_names={"device": "--device", "timeout_s": "--timeout", "trace": "--trace"})
+        return resolve(values, option_names=_OPTIONS)
     except SettingError as e:
         raise CLIError(str(e)) from None
 
 
 def session(args, **kw):
-    """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main)."""
+    """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main): its
+    settings' device, timeout, trace level, planted faults and size limit; the tuning database of
+    ``MLIRTRACE_TUNING_DB`` (else the default one), or with ``--no-database`` one in memory only."""
+    from ..engine.database import MemoryDatabase, TuningDatabase
     from ..trace import TraceConfig, TraceSession
 
     st = settings(args)
     config = TraceConfig.from_level(st.trace) if st.trace is not None else TraceConfig.from_env()
     kw.setdefault("inject", st.inject or None)
+    kw.setdefault("max_bytes", st.max_bytes)
+    kw.setdefault("database", MemoryDatabase() if getattr(args, "no_database", False) else TuningDatabase(st.tuning_db))
     return TraceSession(st.device, config=config, timeout_s=st.timeout_s, **kw)
 
 
 def open_module(args, **kw):
-    """(module, MLIR text or None, TraceSession) of the command's FILE and device options."""
-    module, mlir_text = read_source(args.file)
+    """(module, MLIR text or None, TraceSession) of the command's FILE, ``--func`` and device options."""
+    module, mlir_text = read_source(args.file, getattr(args, "func", None))
     return module, mlir_text, session(args, **kw)
 
 
@@ -137,8 +180,34 @@ class Progress:
 
 
 def run_guarded(fn, args) -> int:
+    """``fn(args)``, with what the user can do something about reported in one line and its status:
+    usage and bad input 2, a module the code generator does not handle 3, a size over ``--max-bytes`` 2."""
+    from ..codegen import LoweringError, NotSupported
+    from ..engine.tuner import SizeLimitError
+    from ..ir import IRError
+
+    where = getattr(args, "file", None) or getattr(args, "log", None) or "mlirtrace"
     try:
-        return fn(args)
+        return int(fn(args))
     except CLIError as e:
         print(f"mlirtrace: {e}", file=sys.stderr)
-        return 2
+        return e.code
+    except NotSupported as e:
+        print(f"mlirtrace: not supported: {where}: {e}", file=sys.stderr)
+        return ExitCode.NOT_SUPPORTED
+    except LoweringError as e:
+        print(f"mlirtrace: not supported: {where}: cannot lower: {e}", file=sys.stderr)
+        return ExitCode.NOT_SUPPORTED
+    except IRError as e:
+        # a module that breaks the rules, found once it is lowered (e.g. MIGraphX text with an unknown '@' op)
+        print(f"mlirtrace: {_located(str(e), where)}", file=sys.stderr)
+        return ExitCode.USAGE
+    except SizeLimitError as e:
+        print(f"mlirtrace: {where}: {e} (raise it with --max-bytes or MLIRTRACE_MAX_BYTES)", file=sys.stderr)
+        return ExitCode.USAGE
+    except OSError as e:
+        if e.filename is None:
+            raise
+        # a path given that can't be written or read (an output folder that is a file, no permission, ...)
+        print(f"mlirtrace: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return ExitCode.USAGE

@@ -1,7 +1,8 @@
 """``mlirtrace compile FILE [--solution S]``: lower and build one solution, print its span."""
 from __future__ import annotations
 
-from .common import add_device_options, open_module, run_guarded, solution_usage
+from ..vocab.exit_codes import ExitCode
+from .common import add_device_options, add_module_options, open_module, run_guarded, solution_usage
 
 
 def add_parser(sub, name):
@@ -10,6 +11,7 @@ def add_parser(sub, name):
     p.add_argument("file")
     p.add_argument("--solution", "-s", default=None, help="perf config, e.g. 32,64,8,4,4,4,1,1 (default: the default one)")
     p.add_argument("--show-kernel", action="store_true", help="print the OpenCL C source")
+    add_module_options(p)
     add_device_options(p)
     return p
 
@@ -29,7 +31,7 @@ def _run(args) -> int:
         print("build log:\n" + c.build_log.rstrip())
     if args.show_kernel and sp.kernel_source:
         print(sp.kernel_source)
-    return 0 if c.ok else 1
+    return ExitCode.OK if c.ok else ExitCode.FAILURE
 
 
 def run(args) -> int:

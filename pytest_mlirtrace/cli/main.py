@@ -1,9 +1,20 @@
-"""``mlirtrace`` command line: one module per subcommand, each with ``add_parser`` and ``run``."""
+"""``mlirtrace`` command line: one module per subcommand, each with ``add_parser`` and ``run``.
+
+Every command follows the exit-code contract (:class:`~pytest_mlirtrace.vocab.exit_codes.ExitCode`) and
+prints no Python traceback: a user error is one ``mlirtrace: ...`` line, and an error inside mlirtrace
+itself is ``mlirtrace: internal error: ...`` with the file its traceback was saved to
+(``MLIRTRACE_DEBUG=1`` prints it instead), exit status 1.
+"""
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import time
+import traceback
+
+from ..vocab.exit_codes import ExitCode
 
 # subcommand -> module under pytest_mlirtrace.cli (each defines add_parser(subparsers) and run(args) -> int)
 COMMANDS = {
@@ -16,6 +27,31 @@ COMMANDS = {
     "devices": "devices_cmd",
 }
 
+ENV_DEBUG = "MLIRTRACE_DEBUG"
+
+
+def _show(run):
+    """``show`` as its module has it, with a file that is not UTF-8 reported at its first bad byte."""
+    def guarded(args) -> int:
+        try:
+            return run(args)
+        except UnicodeDecodeError as e:
+            from ..engine.session import InputError, decode_source
+
+            path = args.file
+            msg = f"{'<stdin>' if path == '-' else path}: not UTF-8 text: {e.reason}"
+            if path != "-":
+                try:
+                    with open(path, "rb") as f:
+                        decode_source(f.read(), path)
+                except InputError as located:
+                    msg = str(located)
+                except OSError:
+                    pass
+            print(msg, file=sys.stderr)
+            return ExitCode.USAGE
+    return guarded
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mlirtrace", description=__doc__.splitlines()[0])
@@ -23,8 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
     for name, modname in COMMANDS.items():
         mod = importlib.import_module(f"pytest_mlirtrace.cli.{modname}")
         sp = mod.add_parser(sub, name)
-        sp.set_defaults(_run=mod.run)
+        sp.set_defaults(_run=_show(mod.run) if name == "show" else mod.run)
     return p
+
+
+def _internal_error(exc: BaseException, argv) -> int:
+    """Report a bug in mlirtrace without a raw traceback: one line, and where the traceback was saved."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    first = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    print(f"mlirtrace: internal error: {first}", file=sys.stderr)
+    if os.environ.get(ENV_DEBUG, "").strip() not in ("", "0"):
+        print(text, file=sys.stderr, end="")
+        return ExitCode.FAILURE
+    try:
+        from .. import fs
+
+        path = os.path.join(fs.cache_dir(), "crashes", f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt")
+        fs.atomic_write(path, f"mlirtrace {' '.join(map(str, argv or sys.argv[1:]))}\n\n{text}")
+        print(f"mlirtrace: the traceback is in {path} (please attach it to a bug report; "
+              f"{ENV_DEBUG}=1 prints it)", file=sys.stderr)
+    except Exception:  # noqa: BLE001 - nowhere to save it: show it rather than lose it
+        print(text, file=sys.stderr, end="")
+    return ExitCode.FAILURE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,9 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_status
     except KeyboardInterrupt:
         print("mlirtrace: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return ExitCode.OK
+    except MemoryError:
+        print("mlirtrace: environment: out of host memory (a lower --max-bytes refuses such modules up front)",
+              file=sys.stderr)
+        return ExitCode.ENVIRONMENT
+    except Exception as e:  # noqa: BLE001 - a bug of ours: reported, never a raw traceback
+        return _internal_error(e, argv)
 
 
 if __name__ == "__main__":

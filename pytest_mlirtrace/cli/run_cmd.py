@@ -1,7 +1,8 @@
 """``mlirtrace run FILE``: compile with the best known solution, run, check against the oracle."""
 from __future__ import annotations
 
-from .common import add_device_options, open_module, run_guarded, solution_usage
+from ..vocab.exit_codes import ExitCode
+from .common import add_device_options, add_module_options, open_module, run_guarded, solution_usage
 
 
 def add_parser(sub, name):
@@ -12,6 +13,7 @@ def add_parser(sub, name):
     p.add_argument("--solution", "-s", default=None, help="use this perf config instead")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--repeats", type=int, default=1, help="timed runs (median reported)")
+    add_module_options(p, database=True)
     add_device_options(p)
     return p
 
@@ -27,9 +29,9 @@ def _run(args) -> int:
     print(f"span:     {sp.hash}")
     if r.ok:
         print(f"ok: matches the numpy oracle ({r.time_ms:.4f}ms)")
-        return 0
+        return ExitCode.OK
     print(f"FAILED ({r.status}): {r.detail}")
-    return 1
+    return ExitCode.FAILURE
 
 
 def run(args) -> int:

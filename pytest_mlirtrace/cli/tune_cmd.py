@@ -1,27 +1,57 @@
-"""``mlirtrace tune FILE [--quick|--exhaustive]``: benchmark solutions, keep the fastest correct one."""
+"""``mlirtrace tune FILE [--quick|--exhaustive]``: benchmark solutions, keep the fastest correct one.
+
+Exit status: 0 every solution built, ran and matched the oracle; 1 some failed (``N of M solutions
+failed``, and a reproducer + ticket is written for them, one per way of failing), 2 bad input or usage,
+3 a module the code generator does not handle.
+"""
 from __future__ import annotations
 
 from ..trace import table
-from .common import Progress, add_device_options, open_module, run_guarded
+from ..vocab.exit_codes import ExitCode
+from .common import Progress, add_device_options, add_module_options, open_module, run_guarded, settings
 
 
 def add_parser(sub, name):
     p = sub.add_parser(name, help="benchmark the quick-tuning list or the full space",
                        description="Build every solution in parallel workers, benchmark each, check each "
-                                   "against the numpy oracle, keep the fastest in the tuning database.")
+                                   "against the numpy oracle, keep the fastest in the tuning database; "
+                                   "write a reproducer for the solutions that fail (exit status 1).")
     p.add_argument("file")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--quick", dest="mode", action="store_const", const="quick", help="quick-tuning list (default)")
     g.add_argument("--exhaustive", dest="mode", action="store_const", const="exhaustive", help="the full space")
-    p.add_argument("--no-database", action="store_true", help="ignore the tuning database entry, re-tune")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per solution (median is kept)")
+    p.add_argument("--repro-dir", default=None, metavar="DIR",
+                   help="where reproducers of failing solutions go (env MLIRTRACE_REPRO_DIR; default reproducers)")
     p.set_defaults(mode="quick")
+    add_module_options(p, database=True)
     add_device_options(p)
     return p
 
 
+def _write_reproducers(args, s, start: int, res) -> list:
+    """One reproducer per signature for the solutions of ``res`` that failed (from the CompileFailed events
+    logged since ``start``), listing the solutions that passed."""
+    from ..engine import CompileFailed
+    from ..repro import FailureRecord, ReproWriter
+
+    specs = {c.span.hash: c.spec for c in res.failures}
+    pipe = s.pipeline
+    recs = []
+    for ev in s.log.events[start:]:
+        if isinstance(ev, CompileFailed) and ev.span is not None:
+            rec = FailureRecord.from_event(ev, seed=pipe.seed, origin=f"mlirtrace tune {args.file}",
+                                           spec=specs.get(ev.span.hash), inject=pipe.inject or "",
+                                           timeout_s=pipe.timeout_s, device_info=pipe.device)
+            rec.bench_table = s.log.bench_table()
+            recs.append(rec)
+    passed = [r.solution for r in res.rows if r.status == "ok"]
+    return ReproWriter(settings(args).repro_dir or "reproducers").write_all(recs, passed=passed)
+
+
 def _run(args) -> int:
     module, mlir_text, s = open_module(args, repeats=args.repeats)
+    start = len(s.log.events)
     with Progress(0, "tuning") as bar:
         res = s.pipeline.tune(module, mode=args.mode, mlir_text=mlir_text, use_database=not args.no_database,
                               progress=bar)
@@ -30,10 +60,14 @@ def _run(args) -> int:
     print(f"builds: {res.build_wall_s:.2f}s wall for {res.build_sum_s:.2f}s of builds")
     if res.best is None:
         print("no solution built and matched the oracle")
-        return 1
-    src = " (from tuning database)" if res.from_database else ""
-    print(f"fastest solution: {res.best.span.solution} {res.best_ms:.4f}ms{src}")
-    return 0
+    else:
+        src = " (from tuning database)" if res.from_database else ""
+        print(f"fastest solution: {res.best.span.solution} {res.best_ms:.4f}ms{src}")
+    if res.failures:
+        print(f"{len(res.failures)} of {len(res.rows)} solutions failed")
+        for w in _write_reproducers(args, s, start, res):
+            print(f"reproducer: {w.script_path} ({'new' if w.new else f'seen {w.count} times'})")
+    return ExitCode.FAILURE if res.failures or res.best is None else ExitCode.OK
 
 
 def run(args) -> int:

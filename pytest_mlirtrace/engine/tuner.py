@@ -110,6 +110,20 @@ class RunOptions:
     database: object | None = None     # None: the pipeline's (a TuningDatabase or MemoryDatabase)
 
 
+class SizeLimitError(ValueError):
+    """A module whose checked run would take more host memory than the pipeline's ``max_bytes``
+    (raised before anything is allocated)."""
+
+    def __init__(self, symbol: str, needed: int, allowed: int):
+        self.symbol, self.needed, self.allowed = symbol, needed, allowed
+        super().__init__(f"{symbol}: a checked run needs about {needed} bytes ({_gib(needed)}) of host memory "
+                         f"for inputs, outputs and the numpy oracle; {allowed} bytes ({_gib(allowed)}) allowed")
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
+
+
 def oracle_tolerances(module: ir.Module, problem) -> list[tuple[float, float]]:
     """Per output of ``module``: the (rtol, atol) its oracle check uses (see ir.result_precisions)."""
     red = getattr(problem, "k", None) or getattr(problem, "reduce_len", None) or 1
@@ -127,7 +141,7 @@ class Pipeline:
     def __init__(self, device=None, *, listeners: list[Listener] | None = None, pool=None,
                  database: TuningDatabase | None = None, timeout_s: float = 30.0, build_timeout_s: float = 300.0,
                  warmup: int = 1,
-                 repeats: int = 5, inject: str | None = None, seed: int = 0):
+                 repeats: int = 5, inject: str | None = None, seed: int = 0, max_bytes: int | None = None):
         self.device = device if hasattr(device, "key_name") else runtime.resolve_device(device)
         self.listeners: list[Listener] = list(listeners or [])
         self._pool = pool
@@ -138,6 +152,7 @@ class Pipeline:
         self.warmup, self.repeats = warmup, repeats
         self.inject = (inject if inject is not None else inject_now()) or None
         self.seed = seed
+        self.max_bytes = max_bytes      # host memory one checked run may take (None: no limit)
 
     # ---- plumbing -----------------------------------------------------------
     def configured(self, options: RunOptions | None) -> "Pipeline":
@@ -181,10 +196,22 @@ class Pipeline:
         return Span(low.module_text, low.mlir_text, low.key, str(solution) if solution is not None else "",
                     source, self.device.key_name, kernel_name)
 
+    def check_size(self, module: ir.Module) -> None:
+        """Raise :class:`SizeLimitError` when a checked run of ``module`` would take more than ``max_bytes``."""
+        if self.max_bytes is not None:
+            need = module.host_bytes()
+            if need > self.max_bytes:
+                raise SizeLimitError(module.symbol_name(), need, self.max_bytes)
+
     def _inputs(self, low: Lowered, seed: int) -> dict:
+        self.check_size(low.module)             # before anything is allocated
         return ir.random_inputs(low.module, seed)
 
-    def _job(self, spec, inputs: dict, label: str, packed: dict | None = None):
+    def _job(self, spec, inputs: dict | None, label: str, packed: dict | None = None):
+        if inputs is None:      # build only (compile_solution): the job has no arguments and is never launched
+            return runtime.KernelJob(spec.source, spec.kernel_name, [], tuple(spec.global_size),
+                                     tuple(spec.local_size) if spec.local_size else None, spec.build_options,
+                                     label=label)
         # solutions of one problem lay their inputs out alike: share one storage buffer per layout
         packed = {} if packed is None else packed
         arrays = []
@@ -212,7 +239,7 @@ class Pipeline:
                                  tuple(spec.local_size) if spec.local_size else None, spec.build_options,
                                  label=label)
 
-    def _lower(self, low: Lowered, solution, inputs: dict, packed: dict | None = None,
+    def _lower(self, low: Lowered, solution, inputs: dict | None, packed: dict | None = None,
                build_options: str | None = None) -> CompiledResult:
         try:
             codegen.check_applicable(low.problem, solution, self.device)
@@ -261,7 +288,7 @@ class Pipeline:
             solution = codegen.default_solution(low.problem, self.device)
         elif isinstance(solution, str):
             solution = parse_solution(low.problem, solution)
-        c = self._lower(low, solution, self._inputs(low, self.seed))
+        c = self._lower(low, solution, None)      # building needs no inputs: none are made
         self._build([c])
         return c
 

@@ -62,6 +62,24 @@ class Module:
         names = [op for op in self.ops() if op not in _UNNAMED_OPS]
         return "mlir_" + ("_".join(names) if names else "noop")
 
+    def host_bytes(self) -> int:
+        """An upper estimate of the host memory one checked run of this module takes, computed from the
+        shapes alone (nothing is allocated): every parameter's random input and its packed copy for the
+        kernel (storage type), the numpy oracle's value of every instruction (computed in 8-byte
+        float64/int64), and every output twice (the oracle's and the kernel's, storage type)."""
+        total = 0
+        for ins in self.instructions:
+            if ins.shape is None or ins.op == "@return":
+                continue
+            n = ins.shape.elements
+            total += 8 * n                                   # the oracle's compute value
+            if ins.op == "@param":
+                total += 2 * n * ins.shape.dtype.itemsize    # the input and its packed copy
+        for s in self.output_shapes():
+            if s is not None:
+                total += 2 * s.elements * s.dtype.itemsize
+        return total
+
     def users(self, name: str) -> list[Instruction]:
         return [i for i in self.instructions if name in i.inputs]
 

@@ -67,8 +67,16 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
     """Import the log ``text`` (named ``log``) into ``out``: parts.json, a reproducer + ticket per runnable
     MLIR module, import-report.json; what it does is printed to ``stdout`` (errors of the log to
     ``stderr``). ``make_session()`` gives the TraceSession to run on, made only when there is MLIR to run.
-    The exit status: 0 all ran right, 1 one failed here, 2 nothing MIGraphX printed was found."""
+    A module the code generator does not support (or one over the session's ``max_bytes``) is listed as
+    not runnable with the reason, and the rest is imported.
+    The exit status (``vocab.ExitCode``): 0 all that could run ran right (what could not is listed), 1 one
+    failed here, 2 nothing MIGraphX printed was found."""
+    from ..codegen import LoweringError
+    from ..engine.session import func_text
+    from ..engine.tuner import SizeLimitError
+    from ..ir import IRError
     from ..logs import parse_log
+    from ..vocab.exit_codes import ExitCode
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -83,7 +91,7 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
              or parts.kernel_timings)
     if not found:
         print(f"mlirtrace: {log}: nothing MIGraphX printed was found in it", file=stderr)
-        return 2
+        return ExitCode.USAGE
     if not parts.mlir_modules:
         print("no MLIR module in this log: nothing to reproduce (its parts are in parts.json)", file=stdout)
 
@@ -99,20 +107,30 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
             print(f"MLIR {part.index} ({where}) {part.name or '?'}: not runnable: {why}", file=stdout)
             report.append({"mlir": part.index, "runnable": False, "why_not": why})
             continue
-        for func, fmod in zip([p for p in part.parsed if p.module is not None], part.modules):
+        funcs = [p for p in part.parsed if p.module is not None]
+        for func, fmod in zip(funcs, part.modules):
             module = _module_for(parts, link, fmod)
-            low = s.pipeline.lower_module(module, mlir_text=part.text)
-            raw = _logged_solution(parts, link)
-            sol, how = _map_solution(s.pipeline, low, raw)
-            if sol is None:
-                if no_tune:
-                    sol, _ = s.pipeline.best_known(low)
-                    how += "; using the default solution"
-                else:
-                    tuned = s.pipeline.tune(module, mlir_text=part.text)
-                    sol = tuned.best.solution if tuned.best is not None else None
-                    how += "; using the best of a quick tune" if sol is not None else "; no solution passed a tune"
-            res = s.pipeline.run(module, solution=sol, mlir_text=part.text)
+            # the func's own MLIR when the module printed several (the span and reproducer name that one)
+            text = part.text if len(funcs) == 1 else func_text(part.text, func.name, where)
+            try:
+                low = s.pipeline.lower_module(module, mlir_text=text)
+                raw = _logged_solution(parts, link)
+                sol, how = _map_solution(s.pipeline, low, raw)
+                if sol is None:
+                    if no_tune:
+                        sol, _ = s.pipeline.best_known(low)
+                        how += "; using the default solution"
+                    else:
+                        tuned = s.pipeline.tune(module, mlir_text=text)
+                        sol = tuned.best.solution if tuned.best is not None else None
+                        how += "; using the best of a quick tune" if sol is not None else "; no solution passed a tune"
+                res = s.pipeline.run(module, solution=sol, mlir_text=text)
+            except (LoweringError, SizeLimitError, IRError) as e:
+                why = (f"not supported: {e}" if isinstance(e, LoweringError) else
+                       f"too large: {e}" if isinstance(e, SizeLimitError) else f"invalid: {e}")
+                print(f"MLIR {part.index} ({where}) @{func.name}: not runnable: {why}", file=stdout)
+                report.append({"mlir": part.index, "func": func.name, "runnable": False, "why_not": why})
+                continue
             origin = f"import-trace {where}"
             if res.ok:
                 logged_err = parts.errors[link.error].message if link and link.error is not None else ""
@@ -135,4 +153,4 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
                            "reproducer": str(w.script_path), "signature": w.signature})
     with open(os.path.join(out, "import-report.json"), "w") as f:
         json.dump(report, f, indent=1)
-    return 1 if failed else 0
+    return ExitCode.FAILURE if failed else ExitCode.OK

@@ -47,14 +47,29 @@ class _Slot:
         self.worker: WorkerProc | None = None
 
 
-def _shutdown_slots(slots: list, grace: float = 1.0) -> None:
+def _shutdown_slots(slots: list, grace: float = 1.0) -> bool:
+    """Stop the slots' workers. A Ctrl-C meanwhile (the user pressing it again while the program exits)
+    only hurries the rest along: they are killed without waiting, and True is returned instead of the
+    KeyboardInterrupt propagating (this runs from ``atexit``, where it would print a traceback)."""
+    interrupted = False
     for s in slots:
         w, s.worker = s.worker, None
-        if w is not None:
-            try:
+        if w is None:
+            continue
+        try:
+            if interrupted:
+                w.kill(0)
+            else:
                 w.shutdown(grace)
-            except Exception:
+        except KeyboardInterrupt:
+            interrupted = True
+            try:
+                w.kill(0)
+            except BaseException:  # noqa: BLE001 - yet another Ctrl-C: the OS reaps what is left
                 pass
+        except Exception:
+            pass
+    return interrupted
 
 
 # -------------------------------------------------------- bench locking ---
@@ -438,7 +453,8 @@ class WorkerPool:
         self._closed = True
         if os.getpid() != self._pid:
             return  # forked child: the parent owns the workers
-        self._finalizer()
+        if self._finalizer():
+            raise KeyboardInterrupt     # the workers are stopped; the caller still hears of the Ctrl-C
 
     @property
     def closed(self) -> bool:
@@ -476,14 +492,30 @@ def get_pool(device: DeviceInfo | str | None = None, **kwargs) -> WorkerPool:
 
 
 def close_all_pools() -> None:
+    """Close every process-wide pool. A Ctrl-C meanwhile stops the workers without waiting and is raised
+    once all are closed."""
     with _pools_lock:
         pools = list(_pools.values())
         _pools.clear()
+    interrupted = False
     for p in pools:
         try:
             p.close()
+        except KeyboardInterrupt:
+            interrupted = True
         except Exception:
             pass
+    if interrupted:
+        raise KeyboardInterrupt
 
 
-atexit.register(close_all_pools)
+def _close_all_at_exit() -> None:
+    """:func:`close_all_pools` at interpreter exit: a second Ctrl-C while the workers stop must not print
+    an ``Exception ignored in atexit callback`` traceback; the workers are stopped all the same."""
+    try:
+        close_all_pools()
+    except KeyboardInterrupt:
+        pass
+
+
+atexit.register(_close_all_at_exit)

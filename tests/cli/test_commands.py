@@ -43,7 +43,8 @@ def test_run_checks_against_the_oracle_and_fails_on_a_planted_bug(capsys, monkey
 
 
 def test_tune_keeps_the_fastest_and_run_uses_it(capsys):
-    assert main(["tune", SMALL, "--no-database", "--repeats", "2"]) == 0
+    # the database is this test's own (own_database); --no-database would keep the result in memory only
+    assert main(["tune", SMALL, "--repeats", "2"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^solution\s+status\s+time_ms\s+build_s\s+span$", out, re.M), out
     fastest = re.search(r"^fastest solution: (\S+) [0-9.]+ms$", out, re.M)

@@ -409,7 +409,7 @@ class DagEmitter:
                 text = f"({ty})({c})" if self.w > 1 else c
                 self.names[i] = f"({text})"
                 continue
-            if n.kind in ("load", "table", "acc"):
+            if n.kind in ("load", "table", "acc", "inb"):
                 text = self.leaf(i, n)
             else:
                 args = [self.names[a] for a in n.args]

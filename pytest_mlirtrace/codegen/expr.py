@@ -8,7 +8,9 @@ form and simplified with range information, so that the common views come out
 affine (``64*m + k``) and the rest as the few div/mod terms they need
 (``64*m + 24576*(k/64) + k%64`` for the seed's transpose->reshape).
 
-Every value here is non-negative, so C's ``/`` and ``%`` are floor division.
+Every value here is non-negative, so C's ``/`` and ``%`` are floor division. The one exception is the
+argument of a :class:`Clamp` (a convolution's padded input index, ``ho*stride + y*dilation - pad``): it may
+be negative, and the clamp brings it into the input before any division sees it.
 """
 from __future__ import annotations
 
@@ -45,7 +47,19 @@ class FMod:
         return (2, self.arg.key(), self.d)
 
 
-Atom = Var | FDiv | FMod
+@dataclass(frozen=True)
+class Clamp:
+    """``arg`` clamped into ``lo .. hi`` (a padded index read inside the tensor; the padding's zero is
+    selected separately)."""
+    arg: "Lin"
+    lo: int
+    hi: int
+
+    def key(self):
+        return (3, self.arg.key(), self.lo, self.hi)
+
+
+Atom = Var | FDiv | FMod | Clamp
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,8 @@ def atom_range(a: Atom) -> tuple[int, int]:
     if isinstance(a, Var):
         return 0, a.extent - 1
     lo, hi = lin_range(a.arg)
+    if isinstance(a, Clamp):
+        return max(a.lo, min(lo, a.hi)), min(a.hi, max(hi, a.lo))
     if isinstance(a, FDiv):
         return lo // a.d, hi // a.d
     if hi - lo + 1 >= a.d or lo // a.d != hi // a.d:
@@ -227,6 +243,18 @@ def fmod(e: Lin, d: int) -> Lin:
     return Lin(0, ((FMod(r, d), 1),))
 
 
+def clamp(e: Lin, lo: int, hi: int) -> Lin:
+    """``e`` clamped into ``lo .. hi``; ``e`` itself when its range is already inside."""
+    elo, ehi = lin_range(e)
+    if elo >= lo and ehi <= hi:
+        return e
+    if elo >= hi:
+        return const(hi)
+    if ehi <= lo:
+        return const(lo)
+    return Lin(0, ((Clamp(e, int(lo), int(hi)), 1),))
+
+
 def substitute(e: Lin, env: dict[str, Lin]) -> Lin:
     """Replace variables by expressions (and re-simplify)."""
     out = const(e.const)
@@ -239,6 +267,8 @@ def _subst_atom(a: Atom, env) -> Lin:
     if isinstance(a, Var):
         return env.get(a.name, Lin(0, ((a, 1),)))
     arg = substitute(a.arg, env)
+    if isinstance(a, Clamp):
+        return clamp(arg, a.lo, a.hi)
     return fdiv(arg, a.d) if isinstance(a, FDiv) else fmod(arg, a.d)
 
 
@@ -270,6 +300,8 @@ def _eval_atom(a: Atom, env):
     if isinstance(a, Var):
         return np.asarray(env.get(a.name, 0), dtype=np.int64)
     x = evaluate(a.arg, env)
+    if isinstance(a, Clamp):
+        return np.clip(x, a.lo, a.hi)
     return x // a.d if isinstance(a, FDiv) else x % a.d
 
 
@@ -292,6 +324,8 @@ def _atom_c(a: Atom, names) -> str:
         n = names.get(a.name, a.name)
         return n if n.isidentifier() else f"({n})"
     inner = to_c(a.arg, names)
+    if isinstance(a, Clamp):
+        return f"clamp((int)({inner}), {a.lo}, {a.hi})"
     if len(a.arg.terms) + (1 if a.arg.const else 0) > 1 or not inner.isidentifier():
         inner = f"({inner})"
     return f"{inner}/{a.d}" if isinstance(a, FDiv) else f"{inner}%{a.d}"

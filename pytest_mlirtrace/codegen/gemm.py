@@ -69,11 +69,11 @@ class _Operand:
                  inner_extent: int):
         self.ctx, self.root, self.row, self.tag = ctx, root, row, tag
         dag = ctx.dag
-        self.leaves = [i for i in dag.reachable([root]) if dag.nodes[i].kind in ("load", "table")]
+        self.leaves = [i for i in dag.reachable([root]) if dag.nodes[i].kind in ("load", "table", "inb")]
         self.plan = {}
         for i in self.leaves:
             off = dag.nodes[i].offset
-            if "wrong_transpose_stride" in faults and transposed:
+            if "wrong_transpose_stride" in faults and transposed and dag.nodes[i].kind != "inb":
                 inner = "k" if row == "m" else "n"
                 c = E.coeff(off, inner)
                 if c not in (None, 0, 1):
@@ -92,7 +92,7 @@ def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str]:
 
 
 def _acc_types(an: Analysis):
-    quant = an.problem.op == "quant_dot"
+    quant = an.problem.op in ("quant_dot", "quant_convolution")
     return ("int" if quant else "float"), quant
 
 

@@ -26,7 +26,9 @@ MAX_TABLE = 16384
 
 @dataclass(frozen=True)
 class Node:
-    kind: str                 # load | const | table | op | acc
+    kind: str                 # load | const | table | op | acc | inb
+    # inb: 1 when ``offset`` (a padded input index, may be negative) lies in 0 .. value-1, else 0: a
+    # convolution's padding reads its input at a clamped index and selects 0 where this is 0
     dtype: DType
     args: tuple = ()          # input node ids (op)
     op: str = ""              # op name (op), anchor name (acc)

@@ -81,10 +81,15 @@ class Ctx:
 
     # -------------------------------------------------------------- leaves --
     def load(self, node, off_c: str) -> str:
+        if node.kind == "inb":
+            return f"(int)((uint)({off_c}) < {int(node.value)}u)"
         ptr = self.pnames[node.param] if node.kind == "load" else node.param
         return load_scalar(self.helpers, node.dtype, ptr, off_c)
 
     def load_lanes(self, node, offs) -> str:
+        if node.kind == "inb":
+            lanes = [offs[l] for l in range(len(offs))]
+            return f"({vt('int', len(lanes))})({', '.join(self.load(node, o) for o in lanes)})"
         ptr = self.pnames[node.param] if node.kind == "load" else node.param
         return load_vector(self.helpers, node.dtype, ptr, offs)
 

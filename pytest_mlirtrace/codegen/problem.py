@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from ..ir import GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
-from ..ir.dtypes import DType
+from ..ir import CONV_OPS, GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
+from ..ir.ops import conv_params
+from ..ir.dtypes import BY_NAME, DType
 from ..vocab.problem_key import format_problem_key
 from . import expr as E
 from .errors import LoweringError, NotSupported
@@ -20,7 +21,7 @@ from .graph import Builder, Dag, Node, delinearize, forward_map, linearize, same
 KINDS = ("gemm", "pointwise", "reduce", "softmax")
 #: the migraphx ops the code generator lowers (views are folded into index maps)
 LOWERED_OPS = frozenset(VIEW_OPS) | frozenset(POINTWISE_OPS) | frozenset(GEMM_OPS) | frozenset(REDUCE_OPS) \
-    | {"softmax"}
+    | frozenset(CONV_OPS) | {"softmax"}
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,19 @@ class Problem:
     elements: int = 0         # number of output elements
     outer: int = 0            # reduce/softmax: number of independent reductions; pointwise: rows
     reduce_len: int = 0       # reduce/softmax: elements per reduction; pointwise: row length
-    op: str = ""              # gemm: dot | quant_dot; reduce: reduce_sum, ...; softmax: softmax
+    op: str = ""              # gemm: dot | quant_dot | convolution | quant_convolution; reduce: reduce_sum, ...
+    # a convolution lowered as an implicit gemm: its key fields (rocMLIR's conv key), as sorted pairs
+    conv: tuple = ()
+
+    @property
+    def key_kind(self) -> str:
+        """The form of this problem's key: ``conv`` for a convolution (its kernels are gemm kernels)."""
+        return "conv" if self.conv else self.kind
 
     def key_fields(self) -> dict:
-        """The fields of this problem's key (``vocab.problem_key.KEY_FIELDS[kind]``), by name."""
+        """The fields of this problem's key (``vocab.problem_key.KEY_FIELDS[key_kind]``), by name."""
+        if self.conv:
+            return dict(self.conv)
         if self.kind == "gemm":
             return {"t": self.dtype, "out_datatype": self.out_dtype, "transA": self.transA, "transB": self.transB,
                     "g": self.g, "m": self.m, "n": self.n, "k": self.k}
@@ -49,7 +59,7 @@ class Problem:
 
     def key(self) -> str:
         """rocMLIR-style problem key (without the device prefix), written by ``vocab.format_problem_key``."""
-        return format_problem_key(self.kind, self.key_fields())
+        return format_problem_key(self.key_kind, self.key_fields())
 
     def __str__(self) -> str:
         return self.key()
@@ -119,7 +129,7 @@ def analyse(module: Module) -> Analysis:
     if big is not None:
         raise NotSupported(f"{big.name} = {big.op}: {big.shape.elements} elements do not fit the kernels' "
                            "32-bit index arithmetic")
-    dots = [i for i in live if i.op in GEMM_OPS]
+    dots = [i for i in live if i.op in GEMM_OPS or i.op in CONV_OPS]
     reds = [i for i in live if i.op in REDUCE_OPS or i.op == "softmax"]
     if len(dots) > 1:
         names = ", ".join(f"{i.name} = {i.op}" for i in dots)
@@ -135,7 +145,7 @@ def analyse(module: Module) -> Analysis:
         raise NotSupported(f"more than one reduction in one module ({', '.join(r.name + ' = ' + r.op for r in reds)}) "
                            "is not supported")
     if dots:
-        return _gemm(module, dots[0])
+        return _conv(module, dots[0]) if dots[0].op in CONV_OPS else _gemm(module, dots[0])
     if reds:
         return _reduce(module, reds[0])
     return _pointwise(module)
@@ -190,6 +200,15 @@ def _gemm(module: Module, dot) -> Analysis:
     out = module.get(ret)
     out_off = linearize(out_idx, out.shape.lens)
     dt = a_ins.shape.dtype
+    trans = _trans_flags(dag, a_root, b_root, K, N)
+    prob = Problem("gemm", dt.name, out.shape.dtype.name, trans[0], trans[1], g, M, N, K,
+                   elements=out.shape.elements, op=dot.op)
+    return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
+                    dot=dot.name, a_root=a_root, b_root=b_root, acc_dtype=dot.shape.dtype, batch_lens=batch)
+
+
+def _trans_flags(dag: Dag, a_root: int, b_root: int, K: int, N: int) -> list[bool]:
+    """Whether A's k and B's n are not their fastest storage dims (from their first loads)."""
     trans = []
     for root_, inner, outer in ((a_root, "k", "m"), (b_root, "n", "k")):
         ld = _first_load(dag, root_)
@@ -199,10 +218,97 @@ def _gemm(module: Module, dot) -> Analysis:
         s_in, s_out = abs(_stride(ld.offset, inner, {})), abs(_stride(ld.offset, outer, {}))
         ext_in = K if inner == "k" else N
         trans.append(bool(ext_in > 1 and s_in != 1 and s_out != 0 and (s_out < s_in or s_out == 1)))
-    prob = Problem("gemm", dt.name, out.shape.dtype.name, trans[0], trans[1], g, M, N, K,
-                   elements=out.shape.elements, op=dot.op)
-    return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
-                    dot=dot.name, a_root=a_root, b_root=b_root, acc_dtype=dot.shape.dtype, batch_lens=batch)
+    return trans
+
+
+# ---------------------------------------------------------------- conv ----
+_SPATIAL = "0123456789"
+
+
+def _layout(lens, strides, names: list[str], group_before: str | None) -> str:
+    """A layout word (``NGC01``, ``N01GC``): dim names outermost first by stride (ties: logical order),
+    ``G`` (the channels' group split) inserted before ``group_before`` (or first when None)."""
+    order = sorted(range(len(names)), key=lambda i: (-strides[i], i))
+    word = [names[i] for i in order]
+    if group_before is None:
+        return "G" + "".join(word)
+    i = word.index(group_before)
+    return "".join(word[:i] + ["G"] + word[i:])
+
+
+def conv_key_fields(x, w, out, begin, stride, dilation, group) -> dict:
+    """rocMLIR's conv key fields (``vocab.problem_key``) of a convolution with these shapes."""
+    sp = x.rank - 2
+    xl, wl = list(x.lens), list(w.lens)
+    spn = list(_SPATIAL[:sp])
+    lay = dict(f=_layout(wl, w.strides, ["N", "C"] + spn, None),
+               I=_layout(xl, x.strides, ["N", "C"] + spn, "C"),
+               O=_layout(list(out.lens), out.strides, ["N", "C"] + spn, "C"))
+    # the last two spatial dims are H, W (a 1-D conv: H = 1); a third, the depth, comes first
+    hw = [1] * max(0, 2 - sp) + xl[2:][-2:]
+    yx = [1] * max(0, 2 - sp) + wl[2:][-2:]
+    pq = [0] * max(0, 2 - sp) + list(begin)[-2:]
+    uv = [1] * max(0, 2 - sp) + list(stride)[-2:]
+    lj = [1] * max(0, 2 - sp) + list(dilation)[-2:]
+    f = dict(F=1, **lay, n=xl[0], c=xl[1], H=hw[0], W=hw[1], k=wl[0], y=yx[0], x=yx[1], p=pq[0], q=pq[1],
+             u=uv[0], v=uv[1], l=lj[0], j=lj[1], g=group, t=x.dtype.name)
+    if sp == 3:
+        f.update(in_d=xl[2], fil_d=wl[2], padding_d=begin[0], conv_stride_d=stride[0], dilation_d=dilation[0])
+    return f
+
+
+def _conv(module: Module, conv) -> Analysis:
+    """A convolution as an implicit gemm (rocMLIR's forward mapping): per group, M = output channels,
+    N = batch x output pixels, K = input channels x kernel positions; A is the weights, B the input's
+    im2col view folded into the index map, a padded position read at a clamped index and replaced by 0."""
+    x, w = module.get(conv.inputs[0]), module.get(conv.inputs[1])
+    out_shape = conv.shape
+    sp = x.shape.rank - 2
+    begin, _end, stride, dilation, G = conv_params(conv, sp)
+    Nb, C = x.shape.lens[:2]
+    Kout, Cg = w.shape.lens[:2]
+    ksp, isp, osp = list(w.shape.lens[2:]), list(x.shape.lens[2:]), list(out_shape.lens[2:])
+    Kg = Kout // G
+    M, N, K = Kg, Nb * int(prod(osp)), Cg * int(prod(ksp))
+    gb = E.var("gb", G)
+    m, n, k = E.var("m", M), E.var("n", N), E.var("k", K)
+    ni, *o = delinearize(n, [Nb] + osp)
+    ci, *y = delinearize(k, [Cg] + ksp)
+    dag = Dag()
+    pre = Builder(module, dag=dag)
+    a_root = pre.value(w.name, [gb * Kg + m, ci] + y)
+    # the input at the padded positions: clamped into the input, 0 selected where outside
+    pos = [oj * sj + yj * dj + (-bj) for oj, yj, sj, dj, bj in zip(o, y, stride, dilation, begin)]
+    clamped = [E.clamp(p, 0, size - 1) for p, size in zip(pos, isp)]
+    b_root = pre.value(x.name, [ni, gb * Cg + ci] + clamped)
+    xdt = x.shape.dtype
+    zero = dag.add(Node("const", xdt, value=0.0 if xdt.is_float else 0))
+    for p, c, size in zip(pos, clamped, isp):
+        if c.key() != p.key():
+            inb = dag.add(Node("inb", BY_NAME["bool"], offset=p, value=int(size)))
+            b_root = dag.add(Node("op", xdt, args=(inb, b_root, zero), op="where"))
+    acc_idx = [ni, gb * Kg + m] + o
+    ret = module.returns()[0]
+    phi = forward_map(module, conv.name, acc_idx)
+    if ret not in phi:
+        raise NotSupported(f"the output {ret} does not use the convolution {conv.name}")
+    out_idx = phi[ret]
+
+    def anchor(idx):
+        if not same_index(idx, acc_idx):
+            raise NotSupported(f"{conv.name} = {conv.op}: its result is read at a different index than the "
+                               "one computed")
+        return dag.add(Node("acc", out_shape.dtype, op=conv.name))
+
+    root = Builder(module, anchors={conv.name: anchor}, dag=dag).value(ret, out_idx)
+    out = module.get(ret)
+    trans = _trans_flags(dag, a_root, b_root, K, N)
+    key = conv_key_fields(x.shape, w.shape, out_shape, begin, stride, dilation, G)
+    prob = Problem("gemm", xdt.name, out.shape.dtype.name, trans[0], trans[1], G, M, N, K,
+                   elements=out.shape.elements, op=conv.op, conv=tuple(sorted(key.items())))
+    return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens,
+                    linearize(out_idx, out.shape.lens), root, dot=conv.name, a_root=a_root, b_root=b_root,
+                    acc_dtype=out_shape.dtype, batch_lens=(G,), info={"conv": True})
 
 
 # ----------------------------------------------------------- pointwise ----

@@ -8,5 +8,5 @@ __all__ = ["problem_key", "parse_problem_key"]
 
 def problem_key(problem, device) -> str:
     """The tuning key of ``problem`` (codegen's Problem) on ``device`` (anything with key_name, compute_units)."""
-    return format_problem_key(problem.kind, problem.key_fields(), arch=getattr(device, "key_name", str(device)),
+    return format_problem_key(getattr(problem, "key_kind", problem.kind), problem.key_fields(), arch=getattr(device, "key_name", str(device)),
                               num_cu=getattr(device, "compute_units", 1))

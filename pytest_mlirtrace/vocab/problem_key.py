@@ -9,8 +9,14 @@ becomes spaces.  The forms, by kind:
 
 ``gemm``        ``-t f16 -out_datatype f16 -transA false -transB false -g 1 -m 384 -n 2304 -k 768``
                 (rocMLIR's own form: such a key is also a ``tuningRunner.py`` config line)
-``conv``        ``conv -F 1 -f GNCHW -I NGCHW -O NGCHW -n 1 -c 512 -H 28 -W 28 -k 256 -y 1 -x 1 -t f32``
-                (an operation word after the prefix, then MIOpen-driver style flags)
+``conv``        ``convfp16 -F 1 -f GNC01 -I NGC01 -O NGC01 -n 1 -c 512 -H 28 -W 28 -k 256 -y 1 -x 1 -p 0 -q 0
+                -u 1 -v 1 -l 1 -j 1 -g 1 -t f16`` (an operation word after the prefix -- ``conv`` for f32,
+                ``convfp16``, ``convbfp16``, ``convint8`` -- then MIOpen-driver style flags: direction ``-F``
+                (1: forward), filter / input / output layouts (outermost dim first; ``0``, ``1``, ``2`` the
+                spatial dims, ``G`` the group split of the channels), sizes, padding ``-p -q``, strides
+                ``-u -v``, dilations ``-l -j``, groups ``-g``); older logs write ``-f NCHW -I NCHW -O NCHW``.
+                1-D convolutions are written as 2-D with ``-H 1 -y 1``; a 3-D one adds the depth as
+                rocMLIR's conv-config names it: ``-in_d -fil_d -padding_d -conv_stride_d -dilation_d``
 ``attention``   ``-t f16 -g 24 -seq_len_q 4096 -seq_len_k 4096 -head_dim_qk 64 -head_dim_v 64``
 ``pointwise``, ``reduce``, ``softmax``  (mlirtrace's own kinds: rocMLIR's keys have no form for them)
                 ``-op reduce -t f32 -out_datatype f32 -elements 3 -reduce_len 5 -outer 3 -g 1``
@@ -34,8 +40,12 @@ __all__ = ["ProblemKey", "ProblemKeyError", "KEY_FIELDS", "format_problem_key", 
 #: the fields of each kind mlirtrace writes, in the order they are written
 GEMM_FIELDS = ("t", "out_datatype", "transA", "transB", "g", "m", "n", "k")
 FUSED_FIELDS = ("op", "t", "out_datatype", "elements", "reduce_len", "outer", "g")
+CONV_FIELDS = ("F", "f", "I", "O", "n", "c", "H", "W", "k", "y", "x", "p", "q", "u", "v", "l", "j", "g", "t")
+CONV_3D_FIELDS = ("in_d", "fil_d", "padding_d", "conv_stride_d", "dilation_d")
 KEY_FIELDS: dict[str, tuple[str, ...]] = {"gemm": GEMM_FIELDS, "pointwise": FUSED_FIELDS,
-                                          "reduce": FUSED_FIELDS, "softmax": FUSED_FIELDS}
+                                          "reduce": FUSED_FIELDS, "softmax": FUSED_FIELDS, "conv": CONV_FIELDS}
+#: the operation word of a conv key, by element type
+CONV_WORDS = {"f32": "conv", "f16": "convfp16", "bf16": "convbfp16", "i8": "convint8"}
 _OWN_KINDS = ("pointwise", "reduce", "softmax")       # keyed by "-op <kind>"
 
 _FLAG = re.compile(r"^-[A-Za-z_][\w-]*$")
@@ -95,7 +105,7 @@ class ProblemKey:
     def kind(self) -> str:
         f = self.fields
         if self.operation:
-            return self.operation
+            return "conv" if self.operation.startswith("conv") else self.operation
         if f.get("op") in _OWN_KINDS:
             return f["op"]
         if "seq_len_q" in f or "head_dim_qk" in f:
@@ -169,6 +179,10 @@ def format_problem_key(kind: str, fields: Mapping[str, Any], *, arch: str | None
         raise ProblemKeyError(f"no problem-key form for kind {kind!r}; known: {', '.join(KEY_FIELDS)}")
     names = KEY_FIELDS[kind]
     given = dict(fields)
+    word = None
+    if kind == "conv":
+        names = CONV_FIELDS[:-1] + tuple(n for n in CONV_3D_FIELDS if n in given) + CONV_FIELDS[-1:]
+        word = CONV_WORDS.get(str(given.get("t")), f"conv{given.get('t', '')}")
     if kind in _OWN_KINDS:
         if given.setdefault("op", kind) != kind:
             raise ProblemKeyError(f"a {kind} key has -op {kind}, not -op {given['op']}")
@@ -179,6 +193,8 @@ def format_problem_key(kind: str, fields: Mapping[str, Any], *, arch: str | None
                                      f"unknown {', '.join(extra)}" if extra else "") if x)
         raise ProblemKeyError(f"{kind} problem key fields: {what} (a {kind} key has {', '.join(names)})")
     body = " ".join(f"-{n} {_value(n, given[n])}" for n in names)
+    if word is not None:
+        body = f"{word} {body}"
     if arch is None:
         return body
     head = [_value("arch", arch)] + [_value(n, v) for n, v in (("num_cu", num_cu), ("chiplets", chiplets))

@@ -61,13 +61,31 @@ def test_gemm_key_accessors():
 @pytest.mark.parametrize("kind,fields,match", [
     ("gemm", {**SEED_FIELDS, "x": 1}, r"unknown x"),
     ("gemm", {n: v for n, v in SEED_FIELDS.items() if n != "k"}, r"missing k \(a gemm key has t, out_datatype"),
-    ("conv", {}, r"no problem-key form for kind 'conv'"),
+    ("attention", {}, r"no problem-key form for kind 'attention'"),
+    ("conv", {"t": "f32"}, r"missing F, f, I, O"),
     ("reduce", {**dict(CASES[3][1]), "op": "softmax"}, r"a reduce key has -op reduce, not -op softmax"),
     ("gemm", {**SEED_FIELDS, "t": "f 16"}, r"-t: 'f 16' cannot be written as one value"),
 ])
 def test_keys_that_cannot_be_written_are_refused(kind, fields, match):
     with pytest.raises(ProblemKeyError, match=match):
         format_problem_key(kind, fields)
+
+
+def test_conv_keys_as_rocmlir_prints_them():
+    fields = dict(F=1, f="GNC01", I="NGC01", O="NGC01", n=256, c=1024, H=14, W=14, k=2048, y=1, x=1, p=0, q=0,
+                  u=2, v=2, l=1, j=1, g=1, t="f16")
+    text = format_problem_key("conv", fields, arch="gfx942", num_cu=304)
+    assert text == ("gfx942\t304\tconvfp16 -F 1 -f GNC01 -I NGC01 -O NGC01 -n 256 -c 1024 -H 14 -W 14 -k 2048 -y 1 "
+                    "-x 1 -p 0 -q 0 -u 2 -v 2 -l 1 -j 1 -g 1 -t f16")
+    k = parse_problem_key(text)
+    assert (k.kind, k.operation, k.text) == ("conv", "convfp16", text)
+    assert {n: k.fields[n] for n in fields} == {n: str(v) for n, v in fields.items()}
+    assert format_problem_key("conv", dict(fields, t="f32")).startswith("conv -F 1 ")
+    assert format_problem_key("conv", dict(fields, t="i8")).startswith("convint8 -F 1 ")
+    # the older NCHW form of the layouts
+    old = parse_problem_key("gfx90a 110 conv -F 1 -f NCHW -I NCHW -O NCHW -n 1 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 "
+                            "-p 3 -q 3 -u 2 -v 2 -l 1 -j 1 -g 1")
+    assert (old.kind, old.fields["f"], old.int_field("k")) == ("conv", "NCHW", 64)
 
 
 def test_forms_real_logs_print():

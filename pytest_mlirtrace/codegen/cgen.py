@@ -306,6 +306,11 @@ def round_to(h: Helpers, dt: DType, v: str, w: int = 1) -> str:
 def vectorizable(dag: Dag, roots) -> bool:
     for i in dag.reachable(roots):
         n = dag.nodes[i]
+        if n.kind == "inb":     # an int vector of in-bounds flags, only ever the condition of a padding select
+            continue
+        if n.kind == "op" and n.op == "where" and dag.nodes[n.args[0]].kind == "inb" \
+                and compute(n.dtype) == "float":
+            continue
         if compute(n.dtype) != "float":
             return False
         if n.kind == "op" and n.op not in VECTOR_OPS:
@@ -360,6 +365,8 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
         return f"(int)({a} {sym} {b})"
     if op == "where":
         c, x, y = args
+        if w > 1:      # a padding select over lanes (see vectorizable): select(y, x, c != 0), split as needed
+            return h.call("select", [y, x, f"(({c}) != 0)"], w, compute(n.dtype))
         return f"(({c}) != 0 ? {x} : {y})"
     if op == "relu":
         if not is_f:

@@ -5,6 +5,10 @@ the migraphx dialect (``module { func.func ... }``); which one is detected from 
 For MLIR every func is shown; funcs that cannot be turned into a module are reported on
 stderr as ``FILE:LINE:COL: @name: unsupported|invalid: reason``.
 
+What is shown parses back to the same module: a func name that is not an identifier is quoted
+(``@"a\\"b"``) and strings are written with MLIR's escapes; the MIGraphX text quotes the names and
+string attributes its line syntax cannot hold bare (``"in put" = @param:"in put"``).
+
 Exit status: 0 every func shown, 1 some funcs could not be shown, 2 the file could not be
 read or parsed (``FILE:LINE:COL: message`` on stderr) or nothing could be shown.
 """
@@ -38,6 +42,11 @@ def _read(path: str) -> str:
         return f.read()
 
 
+def _one_line(s: str) -> str:
+    """``s`` fit for a ``//`` comment line (a file name may hold a newline)."""
+    return s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
 def _section(title: str, body: str, out) -> None:
     out.write(f"// ---- {title}\n")
     out.write(body if body.endswith("\n") else body + "\n")
@@ -45,7 +54,8 @@ def _section(title: str, body: str, out) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pytest_mlirtrace.ir.text import TextParseError, parse_module, print_module
-    from pytest_mlirtrace.mlir import FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir
+    from pytest_mlirtrace.mlir import (FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir,
+                                       symbol_ref)
 
     out, err = sys.stdout, sys.stderr
     path = args.file
@@ -68,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         syntax = args.types or "tensor"
         try:
-            mlir = emit_mlir(module, arch=args.arch or "pocl-cpu",
+            mlir = emit_mlir(module, arch="pocl-cpu" if args.arch is None else args.arch,
                              num_cu=1 if args.num_cu is None else args.num_cu, type_syntax=syntax)
         except Exception as e:  # a module the MLIR printer cannot write (e.g. an op with no MLIR form)
             print(f"{source}:1:1: cannot write as MLIR: {e}", file=err)
@@ -90,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     shown = 0
     for f in funcs:
         if not f.ok:
-            print(f"{f.location}: @{f.name}: {f.status}: {f.reason}", file=err)
+            print(f"{f.location}: {symbol_ref(f.name)}: {f.status}: {f.reason}", file=err)
             continue
         syntax = args.types or ("shaped" if f.type_syntax in ("shaped", "mixed") else "tensor")
         attrs = FuncAttrs(f.attrs.arch, f.attrs.kernel, f.attrs.num_cu, f.attrs.prefix, dict(f.attrs.extra))
@@ -99,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         if args.num_cu is not None:
             attrs.num_cu = args.num_cu
         mlir = "module {\n" + emit_func(f.module, attrs=attrs, type_syntax=syntax, name=f.name) + "}\n"
-        out.write(f"// ==== @{f.name} ({f.location})\n")
+        out.write(f"// ==== {symbol_ref(f.name)} ({_one_line(f.location)})\n")
         if args.only != "mlir":
             _section("migraphx", print_module(f.module), out)
         if args.only != "migraphx":

@@ -6,6 +6,10 @@ A line looks like::
 
 Module name prefix (``mlir_main:pointwise4:``) and ``target_id`` are kept on the
 :class:`Module`, so print(parse(text)) gives the text back byte for byte.
+
+Names and string attributes are printed bare, as MIGraphX prints them, when they read back so; any
+other (a space, a comma, a bracket, a quote, a newline, a string that reads as a number...) is printed
+quoted with MLIR's escapes (``"in put" = @param:"in put"``, ``[tag="a, b"]``), so every module parses back.
 """
 from __future__ import annotations
 
@@ -25,6 +29,95 @@ class TextParseError(IRError):
         super().__init__(f"{source}:{line}: {msg}" + (f"\n    {text}" if text else ""))
 
 
+# ----------------------------------------------------------------- strings --
+# A string is written bare where that reads back as the same string (what MIGraphX prints), else quoted
+# with MLIR's escapes: ``\"``, ``\\``, ``\n``, ``\t`` and ``\XX`` (hex, per UTF-8 byte) for any other
+# character that is not printable. The MLIR layer uses the same quoting for its string literals.
+_PLAIN_STR = re.compile(r'[^"\\\x00-\x1f\x7f]*')
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
+
+
+def quote_string(s: str) -> str:
+    """``s`` as a double-quoted string literal with MLIR's escapes (printable non-ASCII is kept as is)."""
+    if _PLAIN_STR.fullmatch(s) and s.isprintable():
+        return f'"{s}"'
+    out = []
+    for ch in s:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append("".join(f"\\{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+    return '"' + "".join(out) + '"'
+
+
+_UNESCAPE = {"n": b"\n", "t": b"\t", "\\": b"\\", '"': b'"'}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def unquote_string(lit: str, errors: str = "strict") -> str:
+    """The value of a double-quoted literal written by :func:`quote_string` (or by MLIR); raises ValueError on
+    a bad escape, or (``errors="strict"``) on bytes that are not UTF-8."""
+    if len(lit) < 2 or lit[0] != '"' or lit[-1] != '"':
+        raise ValueError(f"not a quoted string: {lit!r}")
+    body = lit[1:-1]
+    if "\\" not in body:
+        return body
+    out = bytearray()
+    i, n = 0, len(body)
+    while i < n:
+        j = body.find("\\", i)
+        if j < 0:
+            out += body[i:].encode("utf-8", "surrogatepass")
+            break
+        out += body[i:j].encode("utf-8", "surrogatepass")
+        c = body[j + 1:j + 2]
+        if c in _UNESCAPE:
+            out += _UNESCAPE[c]
+            i = j + 2
+        elif len(c) == 1 and c in _HEX and body[j + 2:j + 3] in _HEX and j + 2 < n:
+            out.append(int(body[j + 1:j + 3], 16))
+            i = j + 3
+        else:
+            raise ValueError(f"invalid escape sequence {body[j:j + 2]!r} in a string literal")
+    return out.decode("utf-8", errors)
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_BARE_NAME = re.compile(r'[^\s,()\[\]{}"\\]+')
+
+
+def _fmt_name(n: str) -> str:
+    """An instruction or param name: bare when it has no character the line syntax uses, else quoted."""
+    return n if _BARE_NAME.fullmatch(n) and n.isprintable() else quote_string(n)
+
+
+def _reads_back(v: str) -> bool:
+    """Does ``v`` written bare in ``[key=v]`` read back as the string ``v``?"""
+    if not v or not v.isprintable() or '"' in v or "\\" in v or v != v.strip():
+        return False
+    depth = 0
+    for c in v:
+        depth += (c in "{[(") - (c in "}])")
+        if depth < 0:
+            return False
+    if depth:
+        return False
+    try:
+        return _Cursor(v + "]").until("]") == v and _split_top(v) == [v] and _parse_value(v) == v
+    except ValueError:
+        return False
+
+
+def _fmt_key(k: str) -> str:
+    return k if "=" not in k and _reads_back(k) else quote_string(k)
+
+
+def _fmt_str(v: str) -> str:
+    return str(v) if _reads_back(v) else quote_string(str(v))
+
+
 # ---------------------------------------------------------------- printing --
 def _fmt_value(v) -> str:
     if isinstance(v, bool):
@@ -34,6 +127,8 @@ def _fmt_value(v) -> str:
     if isinstance(v, float):
         r = repr(v)
         return r[:-2] if r.endswith(".0") else r
+    if isinstance(v, str):
+        return _fmt_str(v)
     return str(v)
 
 
@@ -44,16 +139,16 @@ def _fmt_literal(arr: np.ndarray) -> str:
 
 def print_instruction(ins: Instruction, prefix: str = "", target_id: bool = True) -> str:
     def q(n: str) -> str:
-        return prefix + n
+        return _fmt_name(prefix + n)
 
     if ins.op == "@param":
-        head = f"@param:{ins.param}"
+        head = f"@param:{_fmt_name(ins.param)}"
     elif ins.op == "@literal":
         head = "@literal" + _fmt_literal(ins.literal)
     else:
         head = ins.op
         if ins.attrs:
-            head += "[" + ",".join(f"{k}={_fmt_value(v)}" for k, v in ins.attrs.items()) + "]"
+            head += "[" + ",".join(f"{_fmt_key(k)}={_fmt_value(v)}" for k, v in ins.attrs.items()) + "]"
         if ins.inputs or ins.op == "@return":
             head += "(" + ",".join(q(i) for i in ins.inputs) + ")"
     line = f"{q(ins.name)} = {head}"
@@ -70,7 +165,13 @@ def print_module(m: Module) -> str:
 
 
 # ----------------------------------------------------------------- parsing --
-_LINE = re.compile(r"^(?P<name>\S+) = (?P<rest>.*)$")
+_LINE = re.compile(r'^(?P<name>"(?:[^"\\\n]|\\.)*"|\S+) = (?P<rest>.*)$')
+
+
+def _name(tok: str) -> str:
+    """A name as written: bare, or quoted (:func:`quote_string`)."""
+    tok = tok.strip()
+    return unquote_string(tok) if tok.startswith('"') else tok
 
 
 @dataclass
@@ -98,6 +199,12 @@ class _Cursor:
         depth = 0
         while j < len(self.s):
             c = self.s[j]
+            if c == '"':
+                m = _STRING.match(self.s, j)
+                if m is None:
+                    raise ValueError(f"unterminated string at column {self.base + j + 1}")
+                j = m.end()
+                continue
             if c == "{":
                 depth += 1
             elif c == "}":
@@ -111,6 +218,8 @@ class _Cursor:
 
 def _parse_value(tok: str):
     tok = tok.strip()
+    if tok.startswith('"') and _STRING.fullmatch(tok):
+        return unquote_string(tok)
     if tok.startswith("{") and tok.endswith("}"):
         inner = tok[1:-1].strip()
         if not inner:
@@ -123,20 +232,31 @@ def _parse_value(tok: str):
     return tok
 
 
+_SPLIT_STOP = re.compile(r'[{}\[\]()",]')
+
+
 def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for c in s:
+    """``s`` cut at the commas outside brackets and quoted strings."""
+    parts, depth, start, j = [], 0, 0, 0
+    while True:
+        m = _SPLIT_STOP.search(s, j)
+        if m is None:
+            break
+        j, c = m.start(), m.group()
+        if c == '"':
+            q = _STRING.match(s, j)
+            j = q.end() if q else j + 1
+            continue
         if c in "{[(":
             depth += 1
         elif c in "}])":
             depth -= 1
-        if c == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += c
-    if cur:
-        parts.append(cur)
+        elif depth == 0:
+            parts.append(s[start:j])
+            start = j + 1
+        j += 1
+    if start < len(s):
+        parts.append(s[start:])
     return parts
 
 
@@ -165,11 +285,16 @@ def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
     m = _LINE.match(stripped)
     if not m:
         raise ValueError("expected '<name> = <op>...'")
-    full, rest = m.group("name"), m.group("rest")
+    full, rest = _name(m.group("name")), m.group("rest")
     c = _Cursor(rest, base=len(line) - len(line.lstrip()) + m.start("rest"))
     ins = Instruction(full, "")
     if c.eat("@param:"):
-        ins.op, ins.param = "@param", c.until(" ,").strip()
+        q = _STRING.match(rest, c.i) if c.peek() == '"' else None
+        if q is not None:
+            ins.op, ins.param = "@param", unquote_string(q.group())
+            c.i = q.end()
+        else:
+            ins.op, ins.param = "@param", c.until(" ,").strip()
     elif c.eat("@literal"):
         ins.op = "@literal"
         raw = c.until(" ,-") if c.peek() == "{" else ""
@@ -182,14 +307,15 @@ def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
             body = c.until("]")
             c.expect("]", "to close the attributes")
             for part in _split_top(body):
-                if "=" not in part:
+                q = _STRING.match(part.strip())
+                eq = part.find("=", part.index('"') + len(q.group())) if q else part.find("=")
+                if eq < 0:
                     raise ValueError(f"attribute {part!r} is not key=value")
-                k, v = part.split("=", 1)
-                ins.attrs[k.strip()] = _parse_value(v)
+                ins.attrs[_name(part[:eq])] = _parse_value(part[eq + 1:])
         if c.eat("("):
             body = c.until(")")
             c.expect(")", "to close the inputs")
-            ins.inputs = [x.strip() for x in body.split(",") if x.strip()]
+            ins.inputs = [_name(x) for x in _split_top(body) if x.strip()]
     tail = rest[c.i:].strip()
     has_tid = False
     if tail.startswith("->"):

@@ -15,14 +15,16 @@ from .errors import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError
 from .funcattrs import FuncAttrs
 from .normalise import normalise_mlir
 from .parse import ParsedFunc, parse_mlir, parse_mlir_module
+from .strings import symbol, symbol_ref
 
 __all__ = ["emit_mlir", "emit_func", "param_names", "parse_mlir", "parse_mlir_module", "ParsedFunc", "FuncAttrs",
            "MLIRParseError", "MLIRVerifyError", "MLIRUnsupportedError", "normalise_mlir", "canonical",
-           "module_difference", "is_mlir"]
+           "module_difference", "is_mlir", "symbol", "symbol_ref"]
 
 
 def is_mlir(text: str) -> bool:
     """Does ``text`` look like MLIR (rather than MIGraphX module text)?"""
     import re
 
-    return bool(re.search(r"(?m)^\s*(module(\s+@[\w.$-]+)?\s*(attributes\b.*)?\{|func\.func\b)", text))
+    return bool(re.search(r'(?m)^\s*(module(\s+@([\w.$-]+|"(?:[^"\\\n]|\\.)*"))?\s*(attributes\b.*)?\{|func\.func\b)',
+                          text))

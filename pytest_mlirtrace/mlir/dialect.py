@@ -395,8 +395,12 @@ class MIGraphXContext(Context):
         for dialect in reversed(dialect_stack):
             if (op := self._get_known_op(f"{dialect}.{name}")) is not None:
                 return op
-        op = _unknown_migraphx(name) if name.startswith("migraphx.") else _opaque(name)
-        self._loaded_ops[name] = op
+        # made on demand and kept apart from the known ops: a bare name seen outside its dialect once
+        # (``return`` at the top level) must still resolve through the dialect stack next time
+        made = self.__dict__.setdefault("_made_ops", {})
+        op = made.get(name)
+        if op is None:
+            op = made[name] = _unknown_migraphx(name) if name.startswith("migraphx.") else _opaque(name)
         return op
 
 

@@ -15,6 +15,8 @@
 * results are numbered ``%0``, ``%1``... in instruction order;
 * op attributes are printed sorted by name; list elements plain, a lone integer as
   ``1 : i64``, a bool as ``true``; ops without attributes print none;
+* a func name or attribute name that is not an identifier is quoted (``@"a\\"b"``), strings are
+  written with MLIR's escapes (:mod:`.strings`), so what is printed always parses back;
 * ``type_syntax="tensor"``: ``migraphx.add(%a, %b) : (tensor<..>, tensor<..>) -> tensor<..>``;
   ``type_syntax="shaped"``: ``migraphx.add %a, %b : <..>, <..> -> <..>`` with strides,
   ``migraphx.convert %a : <..> to <..>``;
@@ -32,9 +34,9 @@ from pytest_mlirtrace.ir.module import Instruction, IRError, Module
 from pytest_mlirtrace.ir.shape import Shape
 
 from .funcattrs import FuncAttrs
-from .literals import format_dense, literal_storage
+from .literals import RawAttr, format_dense, literal_storage
+from .strings import BARE_ID, quote_string, symbol_ref
 from .types import mlir_elt, tensor_text, type_text
-from .literals import RawAttr
 
 RESHAPE_LIKE = frozenset({"reshape_lazy", "squeeze", "unsqueeze", "flatten"})
 TYPE_SYNTAXES = ("tensor", "shaped")
@@ -55,8 +57,12 @@ def _fmt_scalar_in_list(v) -> str:
 def _fmt_str(v) -> str:
     if isinstance(v, RawAttr):
         return str(v)
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{s}"'
+    return quote_string(str(v))
+
+
+def attr_name(k: str) -> str:
+    """An attribute's name in an attr-dict: bare when it is an identifier, else quoted."""
+    return k if BARE_ID.fullmatch(k) else quote_string(k)
 
 
 def fmt_attr_value(v) -> str:
@@ -80,7 +86,7 @@ def attr_dict(ins: Instruction) -> str:
             attrs["target_type"] = 0 if target is None else target
     if not attrs:
         return ""
-    return "{" + ", ".join(f"{k} = {fmt_attr_value(attrs[k])}" for k in sorted(attrs)) + "}"
+    return "{" + ", ".join(f"{attr_name(k)} = {fmt_attr_value(attrs[k])}" for k in sorted(attrs)) + "}"
 
 
 def emit_func(module: Module, *, attrs: FuncAttrs | None = None, type_syntax: str = "tensor",
@@ -154,7 +160,7 @@ def emit_func(module: Module, *, attrs: FuncAttrs | None = None, type_syntax: st
         body.append(f"return {', '.join(values[r] for r in rets)} : {', '.join(ret_types)}")
     else:
         body.append("return")
-    sig = f"func.func @{name or module.symbol_name()}({', '.join(args)})"
+    sig = f"func.func {symbol_ref(name or module.symbol_name())}({', '.join(args)})"
     if len(ret_types) == 1:
         sig += f" -> {ret_types[0]}"
     elif ret_types:

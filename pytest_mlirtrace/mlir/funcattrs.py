@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_mlirtrace.ir.text import quote_string
+
 _PREFIXES = ("", "rock.", "mhal.")
 
 
@@ -29,11 +31,11 @@ class FuncAttrs:
         out: dict[str, str | None] = {}
         p = self.prefix
         if self.arch is not None:
-            out[p + "arch"] = '"' + self.arch.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            out[p + "arch"] = quote_string(self.arch)
         if self.kernel is True:
             out[p + "kernel"] = None
         elif self.kernel:
-            out[p + "kernel"] = f'"{self.kernel}"'
+            out[p + "kernel"] = quote_string(self.kernel)
         if self.num_cu is not None:
             out[p + "num_cu"] = f"{int(self.num_cu)} : i64"
         out.update(self.extra)
@@ -44,7 +46,10 @@ class FuncAttrs:
         ent = self.entries()
         if not ent:
             return ""
-        return "{" + ", ".join(k if v is None else f"{k} = {v}" for k, v in ent.items()) + "}"
+        from .emit import attr_name
+
+        return "{" + ", ".join(attr_name(k) if v is None else f"{attr_name(k)} = {v}" for k, v in ent.items()) \
+            + "}"
 
     @staticmethod
     def from_entries(entries: dict[str, tuple[object, str | None]]) -> "FuncAttrs":

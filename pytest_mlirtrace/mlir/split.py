@@ -2,14 +2,17 @@
 
 Real files hold several funcs, funcs nested in ``module @x {...}``, ``func.func private``
 declarations, and ops of dialects we have no grammar for (``mhal.launch``) that would
-stop any parser at the first one.  So each func is cut out here and parsed on its own:
-:func:`only` blanks everything else (keeping newlines and alias definitions), so line and
-column numbers in messages are those of the original file.
+stop any parser at the first one.  So each func is cut out here and parsed on its own, its
+positions shifted back into the file, so line and column numbers in messages are those of the
+original file.  Every scan here is linear in the text: it jumps from one character that matters
+(quote, comment, bracket) to the next with a regular expression.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from pytest_mlirtrace.ir.text import unquote_string
 
 from .errors import MLIRParseError, line_col
 
@@ -23,8 +26,24 @@ class FuncSpan:
     private: bool
 
 
-_FUNC = re.compile(r"(?<![\w.$])func\.func\b")
 _ALIAS = re.compile(r"^[ \t]*[#!][\w.$-]+[ \t]*=.*$", re.M)
+# a string literal (escapes as MLIR's lexer takes them, never across a line), a comment
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+# at the top level: what func.func may hide in (strings, comments) and func.func itself
+_TOP = re.compile(r'"|//|(?<![\w.$])func\.func\b')
+# Inside brackets: the characters that matter one by one (quotes, comments, brackets, '->'), after a run
+# of text the bracket walk below would pass through with no effect: plain characters, '->', and whole
+# bracket groups two deep with no quote or comment inside (an op's operands and types, an attribute dict,
+# a type); a group the walk would see differently (a lone '<' or '>', deeper nesting) ends the run there.
+_A = r'[^<>()\[\]{}"/\-]'
+_P = rf'(?:{_A}|-(?!>))*+'
+_ANG = rf'<{_P}>'
+_SQ = rf'\[(?:{_A}|-(?!>)|{_ANG}|\[{_P}\])*+\]'
+_PAR = rf'\((?:{_A}|->?|{_ANG}|\[{_P}\])*+\)'
+_BR = rf'\{{(?:{_A}|->?|{_ANG}|{_SQ})*+\}}'
+_RUN = rf'(?:{_A}++|->?|{_ANG}|{_SQ}|{_PAR}|{_BR})++'
+_BRACKETS = re.compile(rf'{_RUN}|["/\-()\[\]{{}}<>]')
+_SYMBOL = re.compile(r'@("(?:[^"\\\n]|\\.)*"|[\w.$-]+)')
 
 
 def _skip_ws(text: str, i: int) -> int:
@@ -42,17 +61,9 @@ def _skip_ws(text: str, i: int) -> int:
 
 def _skip_string(text: str, i: int, source: str) -> int:
     """``text[i]`` is a quote; return the offset after the closing quote."""
-    j = i + 1
-    while j < len(text):
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == '"':
-            return j + 1
-        if c == "\n":
-            break
-        j += 1
+    m = _STRING.match(text, i)
+    if m is not None:
+        return m.end()
     line, col = line_col(text, i)
     raise MLIRParseError("unterminated string literal", source, line, col, text)
 
@@ -65,17 +76,28 @@ def _skip_balanced(text: str, i: int, source: str, what: str) -> int:
     stack = [text[i]]
     j = i + 1
     n = len(text)
+    search = _BRACKETS.search
     while j < n:
+        m = search(text, j)
+        if m is None:
+            break
+        j = m.start()
         c = text[j]
+        if m.end() - j > 1 or c not in '"/-()[]{}<>':       # a run: nothing to see inside
+            j = m.end()
+            continue
         if c == '"':
             j = _skip_string(text, j, source)
             continue
-        if text.startswith("//", j):
-            k = text.find("\n", j)
-            j = n if k < 0 else k + 1
+        if c == "/":
+            if text.startswith("//", j):
+                k = text.find("\n", j)
+                j = n if k < 0 else k + 1
+            else:
+                j += 1
             continue
-        if text.startswith("->", j):
-            j += 2
+        if c == "-":
+            j += 2 if text.startswith("->", j) else 1
             continue
         if c in _CLOSE and not (c == "<" and stack[-1] not in "<(["):
             # '<' only opens inside types / angle brackets, not in e.g. an affine '<=' at brace level
@@ -107,6 +129,9 @@ def _skip_type(text: str, i: int, source: str) -> int:
     return i
 
 
+_STRING_OR_COMMENT = re.compile(r'"|//')
+
+
 def check_strings(text: str, source: str = "<mlir>") -> None:
     """Raise for a string literal that is not closed on its line.
 
@@ -114,13 +139,13 @@ def check_strings(text: str, source: str = "<mlir>") -> None:
     unterminated string in a long line (the parse would hang instead of failing).
     """
     i, n = 0, len(text)
+    search = _STRING_OR_COMMENT.search
     while True:
-        q = text.find('"', i)
-        if q < 0:
+        m = search(text, i)
+        if m is None:
             return
-        c = text.rfind("//", text.rfind("\n", 0, q) + 1, q)
-        if c >= 0 and text.count('"', text.rfind("\n", 0, q) + 1, c) % 2 == 0:
-            # the quote is inside a comment: skip to the end of that line
+        q = m.start()
+        if m.group() == "//":
             e = text.find("\n", q)
             i = n if e < 0 else e + 1
             continue
@@ -133,54 +158,60 @@ def find_funcs(text: str, source: str = "<mlir>") -> list[FuncSpan]:
     i = 0
     n = len(text)
     while i < n:
-        c = text[i]
-        if c == '"':
+        m = _TOP.search(text, i)
+        if m is None:
+            break
+        i = m.start()
+        if m.group() == '"':
             i = _skip_string(text, i, source)
             continue
-        if text.startswith("//", i):
+        if m.group() == "//":
             j = text.find("\n", i)
             i = n if j < 0 else j + 1
-            continue
-        m = _FUNC.match(text, i) if c == "f" else None
-        if m is None:
-            i += 1
             continue
         start = i
         j = _skip_ws(text, m.end())
         private = False
-        vis = re.match(r"(private|public|nested)\b", text[j:])
+        vis = _VISIBILITY.match(text, j)
         if vis:
             private = vis.group(1) == "private"
-            j = _skip_ws(text, j + vis.end())
-        nm = re.match(r"@(\"[^\"]*\"|[\w.$-]+)", text[j:])
+            j = _skip_ws(text, vis.end())
+        nm = _SYMBOL.match(text, j)
         if not nm:
             line, col = line_col(text, j)
+            if text.startswith('@"', j):
+                _skip_string(text, j + 1, source)
             raise MLIRParseError("expected '@name' after func.func", source, line, col, text)
-        name = nm.group(1).strip('"')
-        j = _skip_ws(text, j + nm.end())
+        try:
+            name = symbol_name(nm.group(1))
+        except ValueError as e:
+            line, col = line_col(text, j + 1)
+            raise MLIRParseError(str(e), source, line, col, text) from None
+        j = _skip_ws(text, nm.end())
+        ref = "@" + nm.group(1)             # the name as written, for messages
         if j >= n or text[j] != "(":
             line, col = line_col(text, j)
-            raise MLIRParseError(f"expected '(' to open the arguments of @{name}", source, line, col, text)
-        j = _skip_balanced(text, j, source, f"the arguments of @{name}")
+            raise MLIRParseError(f"expected '(' to open the arguments of {ref}", source, line, col, text)
+        j = _skip_balanced(text, j, source, f"the arguments of {ref}")
         has_body = False
         end = j
         while True:
             k = _skip_ws(text, j)
             if text.startswith("->", k):
                 k = _skip_ws(text, k + 2)
-                j = _skip_balanced(text, k, source, f"the results of @{name}") if text.startswith("(", k) \
+                j = _skip_balanced(text, k, source, f"the results of {ref}") if text.startswith("(", k) \
                     else _skip_type(text, k, source)
                 end = j
                 continue
-            if re.match(r"attributes\b", text[k:]):
+            if _ATTRIBUTES.match(text, k):
                 k = _skip_ws(text, k + len("attributes"))
                 if not text.startswith("{", k):
                     line, col = line_col(text, k)
-                    raise MLIRParseError(f"expected '{{' after 'attributes' of @{name}", source, line, col, text)
-                j = end = _skip_balanced(text, k, source, f"the attributes of @{name}")
+                    raise MLIRParseError(f"expected '{{' after 'attributes' of {ref}", source, line, col, text)
+                j = end = _skip_balanced(text, k, source, f"the attributes of {ref}")
                 continue
             if text.startswith("{", k):
-                j = end = _skip_balanced(text, k, source, f"the body of @{name}")
+                j = end = _skip_balanced(text, k, source, f"the body of {ref}")
                 has_body = True
             break
         out.append(FuncSpan(start, end, name, has_body, private))
@@ -188,13 +219,54 @@ def find_funcs(text: str, source: str = "<mlir>") -> list[FuncSpan]:
     return out
 
 
+_VISIBILITY = re.compile(r"(private|public|nested)\b")
+_ATTRIBUTES = re.compile(r"attributes\b")
+
+
+def symbol_name(tok: str) -> str:
+    """The name a symbol token stands for: ``foo`` or a quoted ``"a\\"b"`` (MLIR's escapes)."""
+    return unquote_string(tok, errors="replace") if tok.startswith('"') else tok
+
+
 def _blank(s: str) -> str:
     return re.sub(r"[^\n]", " ", s)
+
+
+def skeleton(text: str, drop: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` without the ``drop`` spans (the module around the funcs), and where its pieces lie in
+    ``text``: ``[(offset in the skeleton, offset in text), ...]``.  A dropped span leaves its newlines and
+    the spaces of its last line only, so the skeleton stays small and keeps every line and column."""
+    out, pieces = [], []
+    pos = at = 0
+    for a, b in sorted(drop):
+        pieces.append((at, pos))
+        out.append(text[pos:a])
+        at += a - pos
+        nl = text.count("\n", a, b)
+        if nl:
+            last = b - (text.rfind("\n", a, b) + 1)
+            out.append("\n" * nl)
+            at += nl
+            pieces.append((at, b - last))
+            out.append(" " * last)
+            at += last
+        else:
+            out.append(" " * (b - a))
+            at += b - a
+        pos = b
+    pieces.append((at, pos))
+    out.append(text[pos:])
+    return "".join(out), pieces
 
 
 def has_aliases(text: str) -> bool:
     """Does ``text`` define attribute or type aliases (``#map = ...``, ``!t = ...``) at the top?"""
     return _ALIAS.search(text) is not None
+
+
+def aliases(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of the alias definitions of ``text``."""
+    return [(m.start(), m.end()) for m in _ALIAS.finditer(text)]
 
 
 def only(text: str, keep: list[tuple[int, int]]) -> str:

@@ -66,8 +66,10 @@ def test_corpus_known_outcomes():
     wrapped = one("fusion__pr-e2e__attention__mixr-attention.mlir")
     assert [f.status for f in wrapped] == ["ok", "unsupported", "ok"]
     assert "op mhal.launch at 12:5" in wrapped[1].reason
-    conv = one("fusion__e2e__mixr-conv-mul.mlir")[0]
-    assert conv.unsupported == "op migraphx.convolution at 10:5 not supported"
+    conv = one("fusion__e2e__mixr-conv-mul.mlir")[0]      # the IR has convolution's shape rule
+    assert conv.ok and "convolution" in conv.module.ops(), conv.reason
+    quant = one("fusion__e2e__mixr-quantizelinear__mixr-quant-quant-dot-bias-i8.mlir")[0]
+    assert quant.unsupported == "op migraphx.quantizelinear at 5:5 not supported"
     fp4 = one("Dialect__MIGraphX__ops.mlir", "migraphx_dot")[0]
     assert "element type f4E2M1FN" in fp4.unsupported and "%arg0 at 7:25" in fp4.unsupported
     multi = one("fusion__e2e__migraphx-multi-output.mlir")[0]
@@ -131,7 +133,8 @@ needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="no traces")
 def test_mlir_printed_by_migraphx_in_trace_logs():
     # MIGRAPHX_TRACE_MLIR output of 2024-2026: shaped types, enable_splitk_for_tuning, irregular indentation
     f005 = parse_mlir("\n".join(_log("005_migraphx-doc-triage-rocmlir-trace-mlir1-modules.txt")), "005")
-    assert [f.status for f in f005] == ["unsupported", "ok"]
+    assert [f.status for f in f005] == ["ok", "ok"]          # a convolution, then dot + add
+    assert f005[0].module.ops() == ["convolution"]
     assert f005[1].attrs.extra == {"enable_splitk_for_tuning": "true"}
     assert f005[1].attrs.num_cu == 110
     lines015 = _log("015_rocmlir2146_perf-line-and-dot-add-reshape-transpose-f16.txt")
@@ -139,8 +142,8 @@ def test_mlir_printed_by_migraphx_in_trace_logs():
     assert f015[0].ok and f015[0].module.ops() == ["dot", "multibroadcast", "add", "reshape", "transpose"]
     # 2023: seven modules back to back in old tensor syntax, spacing MIGraphX never printed
     f020 = parse_mlir("\n".join(_log("020_migraphx-test-gpu-mlir-2023-08-old-tensor-int8.txt")), "020")
-    assert [f.name for f in f020 if f.ok] == ["mlir_quant_dot_add", "mlir_dot_add", "mlir_dot_convert",
-                                             "mlir_dot_where"]
+    assert [f.name for f in f020 if f.ok] == ["mlir_convolution", "mlir_convolution_add_relu", "mlir_quant_dot_add",
+                                             "mlir_dot_add", "mlir_dot_convert", "mlir_dot_where"]
     convert = next(f for f in f020 if f.name == "mlir_dot_convert").module
     assert convert.instructions[-2].attrs == {"target_type": 1}
 

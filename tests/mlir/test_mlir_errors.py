@@ -144,16 +144,16 @@ def test_shaped_strides_are_checked_for_views():
 
 def test_parse_mlir_module_needs_a_convertible_func():
     text = ("func.func @c(%a: tensor<1x1x3x3xf32>, %b: tensor<1x1x1x1xf32>) -> tensor<1x1x3x3xf32> {\n"
-            "  %0 = migraphx.convolution(%a, %b) {dilation = [1, 1], group = 1 : i64, padding = [0, 0, 0, 0], "
-            "stride = [1, 1]} : (tensor<1x1x3x3xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x3x3xf32>\n"
+            "  %0 = migraphx.pooling(%a) {padding = [0, 0, 0, 0], stride = [1, 1]} : "
+            "(tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>\n"
             "  return %0 : tensor<1x1x3x3xf32>\n}\n"
             "func.func private @decl(%a: tensor<2xf32>) -> tensor<2xf32>\n")
     fs = parse_mlir(text, "c.mlir")
     assert [f.status for f in fs] == ["unsupported", "unsupported"]
-    assert fs[0].unsupported == "op migraphx.convolution at 2:3 not supported"
+    assert fs[0].unsupported == "op migraphx.pooling at 2:3 not supported"
     assert fs[1].declaration and fs[1].private and fs[1].unsupported.startswith("declaration only")
     with pytest.raises(MLIRUnsupportedError, match=r"^c.mlir:1:1: no func can be converted to a module: "
-                                                   r"@c: op migraphx.convolution at 2:3 not supported; @decl"):
+                                                   r"@c: op migraphx.pooling at 2:3 not supported; @decl"):
         parse_mlir_module(text, "c.mlir")
     with pytest.raises(MLIRParseError, match="no func.func found"):
         parse_mlir_module("module {\n}\n")

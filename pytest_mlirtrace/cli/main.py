@@ -30,36 +30,13 @@ COMMANDS = {
 ENV_DEBUG = "MLIRTRACE_DEBUG"
 
 
-def _show(run):
-    """``show`` as its module has it, with a file that is not UTF-8 reported at its first bad byte."""
-    def guarded(args) -> int:
-        try:
-            return run(args)
-        except UnicodeDecodeError as e:
-            from ..engine.session import InputError, decode_source
-
-            path = args.file
-            msg = f"{'<stdin>' if path == '-' else path}: not UTF-8 text: {e.reason}"
-            if path != "-":
-                try:
-                    with open(path, "rb") as f:
-                        decode_source(f.read(), path)
-                except InputError as located:
-                    msg = str(located)
-                except OSError:
-                    pass
-            print(msg, file=sys.stderr)
-            return ExitCode.USAGE
-    return guarded
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mlirtrace", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, modname in COMMANDS.items():
         mod = importlib.import_module(f"pytest_mlirtrace.cli.{modname}")
         sp = mod.add_parser(sub, name)
-        sp.set_defaults(_run=_show(mod.run) if name == "show" else mod.run)
+        sp.set_defaults(_run=mod.run)
     return p
 
 

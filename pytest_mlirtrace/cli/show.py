@@ -9,14 +9,17 @@ What is shown parses back to the same module: a func name that is not an identif
 (``@"a\\"b"``) and strings are written with MLIR's escapes; the MIGraphX text quotes the names and
 string attributes its line syntax cannot hold bare (``"in put" = @param:"in put"``).
 
-Exit status: 0 every func shown, 1 some funcs could not be shown, 2 the file could not be
-read or parsed (``FILE:LINE:COL: message`` on stderr) or nothing could be shown.
+Exit status (the contract of every command): 0 every func shown; 2 the file could not be read or
+parsed (``FILE:LINE:COL: message`` on stderr), a func is invalid, or ``--func`` names none; 3 some funcs
+use what mlirtrace does not support (the rest is shown).
 """
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+
+from ..vocab.exit_codes import ExitCode
 
 
 def add_parser(subparsers, name: str = "show") -> argparse.ArgumentParser:
@@ -32,14 +35,17 @@ def add_parser(subparsers, name: str = "show") -> argparse.ArgumentParser:
                                                 "else pocl-cpu)")
     p.add_argument("--num-cu", type=int, default=None, help="num_cu attribute (default: the input's, else 1)")
     p.add_argument("--only", choices=("migraphx", "mlir"), default=None, help="print just one of the two forms")
+    p.add_argument("--func", default=None, metavar="NAME", help="show only this func of an MLIR file")
     return p
 
 
 def _read(path: str) -> str:
+    """The file's text; a byte that is not UTF-8 is an error at its line, column and offset (ValueError)."""
+    from pytest_mlirtrace.engine.session import decode_source, read_source
+
     if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+        return decode_source(sys.stdin.buffer.read(), "<stdin>")
+    return read_source(path)
 
 
 def _one_line(s: str) -> str:
@@ -63,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
         text = _read(path)
     except OSError as e:
         print(f"{path}:1:1: cannot read: {e.strerror or e}", file=err)
-        return 2
+        return ExitCode.USAGE
+    except ValueError as e:         # not UTF-8: FILE:LINE:COL: not UTF-8 text: byte 0xff at offset N (...)
+        print(e, file=err)
+        return ExitCode.USAGE
     source = "<stdin>" if path == "-" else path
 
     if not is_mlir(text):
@@ -75,14 +84,14 @@ def run(args: argparse.Namespace) -> int:
             msg = str(e).split("\n", 1)[0]
             msg = msg[len(f"{source}:{e.line}: "):] if msg.startswith(f"{source}:{e.line}: ") else msg
             print(f"{source}:{e.line}:{col}: {msg}", file=err)
-            return 2
+            return ExitCode.USAGE
         syntax = args.types or "tensor"
         try:
             mlir = emit_mlir(module, arch="pocl-cpu" if args.arch is None else args.arch,
                              num_cu=1 if args.num_cu is None else args.num_cu, type_syntax=syntax)
         except Exception as e:  # a module the MLIR printer cannot write (e.g. an op with no MLIR form)
             print(f"{source}:1:1: cannot write as MLIR: {e}", file=err)
-            return 2
+            return ExitCode.USAGE
         if args.only != "mlir":
             _section("migraphx", print_module(module), out)
         if args.only != "migraphx":
@@ -93,14 +102,21 @@ def run(args: argparse.Namespace) -> int:
         funcs = parse_mlir(text, source)
     except MLIRParseError as e:
         print(f"{e.location}: {e.msg}", file=err)
-        return 2
+        return ExitCode.USAGE
     if not funcs:
         print(f"{source}:1:1: no func.func found", file=err)
-        return 2
-    shown = 0
+        return ExitCode.USAGE
+    if args.func is not None:
+        names = ", ".join(dict.fromkeys(symbol_ref(f.name) for f in funcs))
+        funcs = [f for f in funcs if f.name == args.func]
+        if not funcs:
+            print(f"{source}: no func {symbol_ref(args.func)}; its funcs: {names}", file=err)
+            return ExitCode.USAGE
+    shown, invalid = 0, 0
     for f in funcs:
         if not f.ok:
             print(f"{f.location}: {symbol_ref(f.name)}: {f.status}: {f.reason}", file=err)
+            invalid += f.status == "invalid"
             continue
         syntax = args.types or ("shaped" if f.type_syntax in ("shaped", "mixed") else "tensor")
         attrs = FuncAttrs(f.attrs.arch, f.attrs.kernel, f.attrs.num_cu, f.attrs.prefix, dict(f.attrs.extra))
@@ -115,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
         if args.only != "migraphx":
             _section(f"mlir ({syntax})", mlir, out)
         shown += 1
-    if shown == 0:
-        return 2
-    return 0 if shown == len(funcs) else 1
+    if shown == len(funcs):
+        return ExitCode.OK
+    return ExitCode.USAGE if invalid else ExitCode.NOT_SUPPORTED

@@ -21,11 +21,12 @@ class FuncChoiceError(InputError):
 
     def __init__(self, source: str, names: list[str], wanted: str | None = None):
         self.source, self.names, self.wanted = source, list(names), wanted
-        listed = ", ".join(f"@{n}" for n in self.names) or "none"
+        from ..mlir import symbol_ref
+        listed = ", ".join(symbol_ref(n) for n in self.names) or "none"
         if wanted is None:
             msg = f"{source}: {len(self.names)} funcs: {listed}; pick one with --func NAME"
         else:
-            msg = f"{source}: no func @{wanted}; its funcs: {listed}"
+            msg = f"{source}: no func {symbol_ref(wanted)}; its funcs: {listed}"
         super().__init__(msg)
 
 

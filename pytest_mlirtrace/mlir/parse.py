@@ -54,7 +54,7 @@ from xdsl.utils.exceptions import ParseError
 
 from pytest_mlirtrace.ir.dtypes import BY_TYPE_ID
 from pytest_mlirtrace.ir.module import Instruction, IRError, Module
-from pytest_mlirtrace.ir.ops import COMPARE_OPS, RULES
+from pytest_mlirtrace.ir.ops import BINARY_OPS, COMPARE_OPS, RULES
 from pytest_mlirtrace.ir.shape import Shape
 
 from . import fast, split
@@ -536,14 +536,33 @@ class _Converter:
             elif not same_dtype(out.dtype, BY_TYPE_ID[t]):
                 self.invalid(f"{op.name} at {where}: target_type = {t} ({BY_TYPE_ID[t].migraphx}) but the result "
                              f"type is {out.dtype.mlir}")
+        inputs = [self._input(v) for v in op.operands]
+        if short in BINARY_OPS or short in COMPARE_OPS or short == "where":
+            inputs = self._implicit_broadcast(inputs, out.lens)
+            in_shapes = [self.m.get(i).shape for i in inputs]
         name = f"@{len(self.m.instructions)}"
         try:
-            self.m.add(short, *[self._input(v) for v in op.operands], name=name, **attrs)
+            self.m.add(short, *inputs, name=name, **attrs)
         except IRError as e:
             self.invalid(f"{op.name} at {where}: {e}")
         ins = self.m.get(name)
         self._check(op, ins, out, in_shapes)
         self.names[id(op.results[0])] = name
+
+    def _implicit_broadcast(self, inputs: list[str], lens) -> list[str]:
+        """Older migraphx-dialect programs (rocMLIR's resnet50 int8 fusion test) give elementwise ops operands
+        of different lens that broadcast numpy-style to the result (``1x128x1x1`` + ``1x128x28x28``), which
+        rocMLIR's lowering to TOSA accepts: each such operand gets the ``multibroadcast`` MIGraphX itself
+        would have written. Operands that cannot broadcast are left for the op's rule to refuse."""
+        out = []
+        lens = tuple(lens)
+        for i in inputs:
+            s = self.m.get(i).shape
+            if s.lens != lens and len(s.lens) <= len(lens) and all(
+                    n in (1, m) for n, m in zip(s.lens, lens[len(lens) - len(s.lens):])):
+                i = self.m.add("multibroadcast", i, name=f"@{len(self.m.instructions)}", out_lens=list(lens))
+            out.append(i)
+        return out
 
     def _check(self, op: MIGraphXOp, ins: Instruction, printed: Shape, in_shapes: list[Shape]) -> None:
         rule = ins.shape

@@ -173,3 +173,24 @@ def test_a_later_func_reports_its_own_places():
     g = parse_mlir(odd, "odd.mlir")[1]
     line, col = where(odd, "%4 = foo.bar", 0)        # an op is placed where its statement starts
     assert g.unsupported.startswith(f"op foo.bar at {line}:{col} not supported"), g.unsupported
+
+
+def test_elementwise_operands_broadcast_implicitly_as_older_rocmlir_programs_write_them():
+    """rocMLIR's resnet50 int8 fusion test adds a 1x128x1x1 bias to a 1x128x28x28 result without a
+    multibroadcast (its TOSA lowering broadcasts): the converter writes the multibroadcast MIGraphX would."""
+    from pytest_mlirtrace.mlir import parse_mlir_module
+
+    text = """func.func @test(%arg0: tensor<1x4x1x1xi32>, %arg1: tensor<1x4x3x3xi32>) -> tensor<1x4x3x3xi32> {
+  %0 = migraphx.add(%arg1, %arg0) : (tensor<1x4x3x3xi32>, tensor<1x4x1x1xi32>) -> tensor<1x4x3x3xi32>
+  return %0 : tensor<1x4x3x3xi32>
+}
+"""
+    m = parse_mlir_module(text)
+    ops = [i.op for i in m.instructions if not i.op.startswith("@")]
+    assert ops == ["multibroadcast", "add"]
+    bc = next(i for i in m.instructions if i.op == "multibroadcast")
+    assert list(bc.shape.lens) == [1, 4, 3, 3] and list(bc.shape.strides)[1:] == [1, 0, 0]
+    # lens that cannot broadcast are still refused by the op's rule
+    bad = text.replace("1x4x1x1xi32", "1x3x1x1xi32")
+    with pytest.raises(Exception, match="differ in lens|broadcast"):
+        parse_mlir_module(bad)

@@ -182,21 +182,7 @@ def _gemm(module: Module, dot) -> Analysis:
     pre = Builder(module, dag=dag)
     a_root = pre.value(a_ins.name, bidx + [m, k])
     b_root = pre.value(b_ins.name, bidx + [k, n])
-    acc_idx = bidx + [m, n]
-    ret = module.returns()[0]
-    phi = forward_map(module, dot.name, acc_idx)
-    if ret not in phi:
-        raise NotSupported(f"the output {ret} does not use the gemm {dot.name}")
-    out_idx = phi[ret]
-
-    def anchor(idx):
-        if not same_index(idx, acc_idx):
-            raise NotSupported(f"{dot.name} = {dot.op}: its result is read at a different index than the "
-                               "one computed (e.g. a transpose of the gemm result combined with itself)")
-        return dag.add(Node("acc", dot.shape.dtype, op=dot.name))
-
-    epi = Builder(module, anchors={dot.name: anchor}, dag=dag)
-    root = epi.value(ret, out_idx)
+    ret, out_idx, root = _epilogue(module, dag, dot, bidx + [m, n], "gemm")
     out = module.get(ret)
     out_off = linearize(out_idx, out.shape.lens)
     dt = a_ins.shape.dtype
@@ -205,6 +191,24 @@ def _gemm(module: Module, dot) -> Analysis:
                    elements=out.shape.elements, op=dot.op)
     return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
                     dot=dot.name, a_root=a_root, b_root=b_root, acc_dtype=dot.shape.dtype, batch_lens=batch)
+
+
+def _epilogue(module: Module, dag: Dag, anchor_ins, acc_idx: list, what: str):
+    """(output name, its index in the kernel's variables, the DAG root of its value) of a gemm-like anchor
+    (a dot, a convolution) computed at ``acc_idx``, with the views and pointwise ops that follow it."""
+    ret = module.returns()[0]
+    phi = forward_map(module, anchor_ins.name, acc_idx)
+    if ret not in phi:
+        raise NotSupported(f"the output {ret} does not use the {what} {anchor_ins.name}")
+
+    def anchor(idx):
+        if not same_index(idx, acc_idx):
+            raise NotSupported(f"{anchor_ins.name} = {anchor_ins.op}: its result is read at a different index "
+                               "than the one computed (e.g. a transpose of the result combined with itself)")
+        return dag.add(Node("acc", anchor_ins.shape.dtype, op=anchor_ins.name))
+
+    out_idx = phi[ret]
+    return ret, out_idx, Builder(module, anchors={anchor_ins.name: anchor}, dag=dag).value(ret, out_idx)
 
 
 def _trans_flags(dag: Dag, a_root: int, b_root: int, K: int, N: int) -> list[bool]:
@@ -287,20 +291,7 @@ def _conv(module: Module, conv) -> Analysis:
         if c.key() != p.key():
             inb = dag.add(Node("inb", BY_NAME["bool"], offset=p, value=int(size)))
             b_root = dag.add(Node("op", xdt, args=(inb, b_root, zero), op="where"))
-    acc_idx = [ni, gb * Kg + m] + o
-    ret = module.returns()[0]
-    phi = forward_map(module, conv.name, acc_idx)
-    if ret not in phi:
-        raise NotSupported(f"the output {ret} does not use the convolution {conv.name}")
-    out_idx = phi[ret]
-
-    def anchor(idx):
-        if not same_index(idx, acc_idx):
-            raise NotSupported(f"{conv.name} = {conv.op}: its result is read at a different index than the "
-                               "one computed")
-        return dag.add(Node("acc", out_shape.dtype, op=conv.name))
-
-    root = Builder(module, anchors={conv.name: anchor}, dag=dag).value(ret, out_idx)
+    ret, out_idx, root = _epilogue(module, dag, conv, [ni, gb * Kg + m] + o, "convolution")
     out = module.get(ret)
     trans = _trans_flags(dag, a_root, b_root, K, N)
     key = conv_key_fields(x.shape, w.shape, out_shape, begin, stride, dilation, G)

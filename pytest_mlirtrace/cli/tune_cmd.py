@@ -32,20 +32,15 @@ def add_parser(sub, name):
 def _write_reproducers(args, s, start: int, res) -> list:
     """One reproducer per signature for the solutions of ``res`` that failed (from the CompileFailed events
     logged since ``start``), listing the solutions that passed."""
-    from ..engine import CompileFailed
-    from ..repro import FailureRecord, ReproWriter
+    from ..repro import ReproWriter, confirm_planted, records_from_events, rerun_without_faults
 
-    specs = {c.span.hash: c.spec for c in res.failures}
     pipe = s.pipeline
-    recs = []
-    for ev in s.log.events[start:]:
-        if isinstance(ev, CompileFailed) and ev.span is not None:
-            rec = FailureRecord.from_event(ev, seed=pipe.seed, origin=f"mlirtrace tune {args.file}",
-                                           spec=specs.get(ev.span.hash), inject=pipe.inject or "",
-                                           timeout_s=pipe.timeout_s, device_info=pipe.device)
-            rec.bench_table = s.log.bench_table()
-            recs.append(rec)
     passed = [r.solution for r in res.rows if r.status == "ok"]
+    recs = records_from_events(s.log.events[start:], seed=pipe.seed, origin=f"mlirtrace tune {args.file}",
+                               specs={c.span.hash: c.spec for c in res.failures}, bench_table=s.log.bench_table(),
+                               passed=passed, inject=pipe.inject or "", timeout_s=pipe.timeout_s,
+                               device_info=pipe.device)
+    confirm_planted(recs, lambda rec: rerun_without_faults(s, rec))
     return ReproWriter(settings(args).repro_dir or "reproducers").write_all(recs, passed=passed)
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ..repro import FailureRecord, signature
+from ..repro import FailureRecord, confirm_planted, records_from_events, rerun_without_faults, signature
 from ..engine import MemoryDatabase
 from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
@@ -18,7 +18,6 @@ from ..config import SettingError, inject_now
 from ..runtime import DeviceError
 from ..trace import TraceLog
 from ..engine import RunOptions
-from ..engine.events import CompileFailed
 from .keys import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
 
 
@@ -100,15 +99,10 @@ class Mlirtrace:
             self.last_span = span
             self._last_seed = seed
 
-    def _records_from_events(self, start: int, specs: dict, seed: int) -> list[FailureRecord]:
-        out = []
-        for ev in self.log.events[start:]:
-            if isinstance(ev, CompileFailed) and ev.span is not None:
-                rec = FailureRecord.from_event(ev, seed=seed, origin=self.node.nodeid,
-                                               spec=specs.get(ev.span.hash), **self._rec_kw())
-                rec.bench_table = self.log.bench_table() if self._tuned else ""
-                out.append(rec)
-        return out
+    def _records_from_events(self, start: int, specs: dict, seed: int, passed=()) -> list[FailureRecord]:
+        return records_from_events(self.log.events[start:], seed=seed, origin=self.node.nodeid, specs=specs,
+                                   bench_table=self.log.bench_table() if self._tuned else "", passed=passed,
+                                   **self._rec_kw())
 
     def _add(self, recs: list[FailureRecord]) -> None:
         self.failures.extend(recs)
@@ -165,10 +159,8 @@ class Mlirtrace:
         with self._call(timeout_s) as opts:
             tr = self.session.tune(source, mode=mode, use_database=use_database, solutions=solutions, options=opts)
             recs = self._records_from_events(start, {c.span.hash: c.spec for c in tr.failures},
-                                             self.session.pipeline.seed)
-            passed = tuple(r.solution for r in tr.rows if r.status == "ok")
-            for r in recs:
-                r.passed = passed
+                                             self.session.pipeline.seed,
+                                             passed=[r.solution for r in tr.rows if r.status == "ok"])
         self._note((tr.best.span if tr.best is not None else (tr.failures[0].span if tr.failures else None)),
                    self.session.pipeline.seed)
         if recs and (check or tr.best is None):
@@ -245,25 +237,8 @@ class Mlirtrace:
 
 
     def _check_planted(self, recs: list[FailureRecord]) -> None:
-        """A failure recorded with a fault switched on is called planted only once it passes with the fault
-        off: each such bug (one signature) is run once more, fault off, with the solution and seed it
-        failed with. A test's own assertion cannot be judged that way and stays unchecked."""
-        groups: dict[str, list[FailureRecord]] = {}
-        for r in recs:
-            if r.inject and r.planted is None and r.kind != "assertion":
-                groups.setdefault(signature(r), []).append(r)
-        for rs in groups.values():
-            first = rs[0]
-            src = first.span.mlir_text or first.span.module_text
-            try:
-                res = self.session.run(src, solution=first.span.solution or None, seed=first.seed,
-                                       options=RunOptions(inject="", timeout_s=first.timeout_s,
-                                                          database=MemoryDatabase()))
-            except Exception:   # noqa: BLE001 - it can't even run with the fault off: left unchecked
-                continue
-            ok = res.ok and not (first.max_ms is not None and res.time_ms is not None and res.time_ms > first.max_ms)
-            for r in rs:
-                r.planted = ok
+        """'Planted' only once a failure recorded with a fault on passes with it off (repro.confirm_planted)."""
+        confirm_planted(recs, lambda rec: rerun_without_faults(self.session, rec))
 
 
 def _hypothesis_example():

@@ -9,6 +9,8 @@ import pytest
 
 from pytest_mlirtrace.cli.main import main
 
+from ..corpus import MISSING, TRACES
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMALL = os.path.join(ROOT, "examples", "small_dot_add.mlir")     # dot 5x4 @ 4x3 + add
 
@@ -65,3 +67,22 @@ def test_devices_lists_the_embedded_device_and_its_target(capsys):
 def test_a_missing_file_is_a_usage_error(capsys, tmp_path):
     assert main(["run", str(tmp_path / "nope.mlir")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason=MISSING)
+def test_import_trace_of_a_logged_convolution_writes_a_reproducer_that_passes(tmp_path, capsys):
+    """The trace corpus's @mlir_convolution (MIGraphX's MLIR dump, shaped types) imports as a runnable
+    reproducer keyed by rocMLIR's conv problem key, and the reproducer runs alone and passes here."""
+    import glob
+    import subprocess
+    import sys
+
+    log = TRACES / "005_migraphx-doc-triage-rocmlir-trace-mlir1-modules.txt"
+    assert main(["import-trace", str(log), "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "@mlir_convolution: ok with solution" in out
+    [script] = glob.glob(str(tmp_path / "r" / "imported-mlir_convolution-*.py"))
+    ticket = open(script[:-3] + ".md", encoding="utf-8").read()
+    assert "conv -F 1 -f GNC01 -I NGC01 -O NGC01 -n 1 -c 8 -H 4 -W 4 -k 2 -y 3 -x 3" in ticket
+    p = subprocess.run([sys.executable, script, "-q"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.startswith("OK:"), p.stdout + p.stderr

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from ..repro import FailureRecord, confirm_planted, records_from_events, rerun_without_faults, signature
-from ..engine import MemoryDatabase
 from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
 from ..config import SettingError, inject_now
@@ -42,7 +41,7 @@ class Mlirtrace:
         self._session = None
         self._opts = RunOptions()                    # the options of the last call
         # the tuning database of this test: its own, in memory, unless the run names one
-        self._db = state.tuning_database() if hasattr(state, "tuning_database") else MemoryDatabase()
+        self._db = state.tuning_database()
         # inside a Hypothesis test: the example now running, and the failures of that example only
         self._example = None
         self._current: list[FailureRecord] = []

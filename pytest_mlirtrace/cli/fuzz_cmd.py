@@ -1,6 +1,6 @@
 """``mlirtrace fuzz --budget SECONDS``: Hypothesis-driven fuzzing of fused ops against the numpy oracle.
 
-Draws fused modules (gemm, pointwise, reduce, softmax) and applicable solutions, compiles and runs
+Draws fused modules (gemm, conv, pointwise, reduce, softmax) and applicable solutions, compiles and runs
 each case in isolated workers, shrinks every new kind of failure to a small case and writes one
 reproducer + ticket per failure signature. Exit status: 1 when a new failure was found, 0
 otherwise, 2 for usage errors.
@@ -57,8 +57,8 @@ def add_parser(sub, name):
     p.add_argument("--repro-dir", default="reproducers", metavar="DIR",
                    help="where reproducers and tickets go (default: reproducers)")
     p.add_argument("--kinds", type=_kinds, action="extend", default=None, metavar="KIND",
-                   help="graph kinds to draw, comma or space separated: pointwise, reduce, softmax, gemm "
-                        "(attention is drawn by the strategies but not lowered; default: all four)")
+                   help="graph kinds to draw, comma or space separated: pointwise, reduce, softmax, gemm, conv "
+                        "(attention is drawn by the strategies but not lowered; default: all five)")
     p.add_argument("--max-dim", type=_positive_int, default=16, metavar="N", help="largest dim (default 16)")
     p.add_argument("--database", default=DEFAULT_DATABASE, metavar="DIR",
                    help=f"Hypothesis example database (default {DEFAULT_DATABASE}); 'none' for none")

@@ -30,7 +30,20 @@ FAULTS: dict[str, str] = {
         "gemm: for a transposed operand (transA/transB) the stride of its logical inner dimension is taken "
         "as that dimension's length (the packed, untransposed leading dimension) instead of the real one. "
         "Fires when the operand is transposed and its stride differs from that length (e.g. A^T with m != k).",
+    "conv_pad_edge":
+        "convolution: the padding's in-bounds test is off by one ('index <= size' instead of '< size', every "
+        "spatial dim), so a read just past the input's last row/column counts as inside and takes the clamped "
+        "neighbour (the edge element) instead of the padding's 0. Fires when the end padding is reached "
+        "(pad_end > 0 and the last output's window covers index size); begin padding, unpadded convs and "
+        "non-conv kernels are unaffected.",
+    "conv_group_stride":
+        "convolution: the input channels' group offset is dropped, so every group reads group 0's channels "
+        "(the weights still take their group's). Fires only with group > 1 (grouped and depthwise convs); "
+        "group 1 and non-conv kernels (a batched gemm's batch offset included) are unaffected.",
 }
+
+#: faults that only change convolution kernels (implicit gemms); the others change every gemm kernel
+CONV_FAULTS = frozenset({"conv_pad_edge", "conv_group_stride"})
 
 
 def parse_inject(inject) -> frozenset[str]:

@@ -29,6 +29,7 @@ class Ctx:
     helpers: Helpers = field(default_factory=Helpers)
     pnames: dict = field(default_factory=dict)     # module param name -> C name
     needs_fp64: bool = False
+    faults: frozenset = frozenset()                # [fault hook] planted faults the leaves see (conv_pad_edge)
 
     def __post_init__(self):
         for i, p in enumerate(self.an.module.params()):
@@ -82,7 +83,9 @@ class Ctx:
     # -------------------------------------------------------------- leaves --
     def load(self, node, off_c: str) -> str:
         if node.kind == "inb":
-            return f"(int)((uint)({off_c}) < {int(node.value)}u)"
+            # [fault hook] conv_pad_edge: the bound is off by one, a read just past the edge counts as inside
+            cmp = "<=" if "conv_pad_edge" in self.faults else "<"
+            return f"(int)((uint)({off_c}) {cmp} {int(node.value)}u)"
         ptr = self.pnames[node.param] if node.kind == "load" else node.param
         return load_scalar(self.helpers, node.dtype, ptr, off_c)
 

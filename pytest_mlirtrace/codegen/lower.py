@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir import Module
 from .errors import LoweringError, NotSupported
-from .faults import parse_inject
+from .faults import CONV_FAULTS, parse_inject
 from .gemm import lower_gemm
 from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name
 from .pointwise import lower_pointwise
@@ -43,7 +43,8 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
         body, gsize, lsize, attrs = lower_reduce(ctx, solution, faults)
     else:  # pragma: no cover - analyse only returns the kinds above
         raise NotSupported(f"kernel kind {an.kind!r}")
-    active = tuple(sorted(f for f in faults if an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS))
+    active = tuple(sorted(f for f in faults if (an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS)
+                          and (an.info.get("conv") or f not in CONV_FAULTS)))
     name = c_name(module.symbol_name())
     source = assemble(ctx, module, solution, active, name, attrs, body)
     if any(int(g) <= 0 for g in gsize):

@@ -73,7 +73,7 @@ class FuzzStats:
     elapsed_s: float = 0.0
     failures: Counter = field(default_factory=Counter)   # failing cases by failure kind (all, incl. repeats)
     statuses: Counter = field(default_factory=Counter)
-    kinds: Counter = field(default_factory=Counter)       # examples by problem kind
+    kinds: Counter = field(default_factory=Counter)       # examples by problem kind (its key's: conv apart)
     phase: str = "starting"
     max_case_s: float = 0.0          # slowest single compile+run (what the hang timeout must stay above)
     built_s: float = 0.0
@@ -102,7 +102,9 @@ _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}")
 
 def _way(res, problem_kind: str) -> str:
     """How a case failed, coarse enough that the variants of one bug are one way: the failure kind,
-    the problem kind and (not for wrong results) the error's first line without numbers, names, lists."""
+    the problem kind (``Problem.key_kind``: a convolution is not a gemm, though it runs on the gemm kernels,
+    so a gemm failure found first does not hide a conv one) and (not for wrong results) the error's first
+    line without numbers, names, lists."""
     if res.status == "wrong":
         return f"wrong/{problem_kind}"
     err = repro.normalise_error(res.detail or res.compiled.error or res.status, res.compiled.span.solution)

@@ -12,7 +12,7 @@ element of a ``sampled_from``) means *fewer ops and smaller dims*:
   built, so when the shrinker moves a failure to a simpler kind the other draws keep their meaning
   (the op chains and the main input's views carry over);
 * the kind is drawn from the requested kinds sorted simplest first (pointwise, reduce, softmax,
-  gemm, attention), so a bug that does not need a dot shrinks to a pointwise module;
+  gemm, attention, conv), so a bug that does not need a dot shrinks to a pointwise module;
 * every op chain is a list of two-choice steps (small enough for Hypothesis' deletion passes) and
   the op of each step indexes a list whose first entries are the plainest ops (``add``, ``mul``, ...);
 * every input is drawn as "view recipe" 0 = a plain parameter, other recipes (transpose, broadcast,
@@ -22,6 +22,23 @@ element of a ``sampled_from``) means *fewer ops and smaller dims*:
 
 So a failure caused by one op shrinks to a module with that op and what it needs (a parameter,
 and for the conditioned ops below, their guard).
+
+Convolutions
+------------
+A ``conv`` plan also carries one integer per :data:`CONV_FIELDS` entry (drawn last, for a conv only):
+spatial rank (2-D mostly, some 1-D and 3-D), batch, channels per group, groups (group 1, grouped,
+depthwise), strides, dilations, padding (none, symmetric ``{p0, p1}``, MIGraphX's ``{b0, b1, e0, e1}``
+symmetric or not), layout (NCHW; NHWC as MIGraphX expresses it: a parameter with NHWC strides, or an NHWC
+parameter transposed to NCHW and the result transposed back) and float (``convolution``) or i8
+(``quant_convolution`` -> i32). Each field's smallest value is its plainest choice, so a conv shrinks to a
+1x1 convolution on a 1x1 image (batch 1, one channel, group 1, NCHW, no padding, stride or dilation, no
+epilogue) plus only what the failure needs. Shapes obey the shape rules: an image smaller than its padded,
+dilated kernel is grown to fit (every output spatial dim >= 1); tensors over ``max_elements`` have their
+largest size halved. The epilogue is a dot's (a step's op is the same in every kind, so a failure in it
+shrinks out of the conv) in MIGraphX's forms after a conv: a new second operand drawn plain is the residual
+input (laid out as the output), one drawn as a ``broadcast`` is the bias ([channels] broadcast along the
+channel axis), ``min`` is the clip (ReLU6, ``min(max(x, 0), 6)``: the IR has no clip op), and some rarer ops
+are drawn as bias, relu, sigmoid, clip or residual steps (:data:`CONV_OP_MAP`) so that those come often.
 
 Numerics (why the oracle comparison does not flake)
 ---------------------------------------------------
@@ -47,7 +64,10 @@ from hypothesis import strategies as st
 
 from .. import ir
 
-ALL_KINDS = ("pointwise", "reduce", "softmax", "gemm", "attention")
+# The shrink order (simplest first). ``conv`` comes last: attention stays next to gemm (a dot failure found in an
+# attention graph shrinks to a gemm) and, where attention is not drawn (the fuzz: it is not lowered), a conv
+# failure that a plain gemm also has shrinks to the gemm.
+ALL_KINDS = ("pointwise", "reduce", "softmax", "gemm", "attention", "conv")
 _KIND_ORDER = {k: i for i, k in enumerate(ALL_KINDS)}
 
 # Plainest first: shrinking goes toward the front.
@@ -149,6 +169,11 @@ class GraphBuilder:
         self.max_rank = max_rank
         self.max_elements = max_elements
         self.views = views
+        # (value, descriptor) -> a new second operand, or None for :meth:`input`'s (a conv's bias / residual)
+        self.new_input = None
+        self.min_is_clip = False      # a conv's epilogue: ``min`` is MIGraphX's clip (ReLU6)
+        self.op_map: dict = {}        # a conv's epilogue: exotic ops drawn as the usual ones (:data:`CONV_OP_MAP`)
+        self.extra_input = None       # (``"bias"`` | ``"residual"``, value) -> that input, for those steps
 
     # ---- leaves -----------------------------------------------------------
     def param(self, dt: str, lens) -> str:
@@ -294,6 +319,10 @@ class GraphBuilder:
         choice = step.operand % (len(same) + 1)
         if choice < len(same):
             return same[-1 - choice]
+        if self.new_input is not None:
+            v = self.new_input(cur, step.desc)
+            if v is not None:
+                return v
         return self.input(cur.dtype, cur.lens, step.desc)
 
     def chain(self, cur: Val, steps, float_dt: str, keep_dtype: bool = False) -> Val:
@@ -302,9 +331,10 @@ class GraphBuilder:
         pool = [cur]
         for step in steps:
             op = self.ops[step.op % len(self.ops)]
+            op = self.op_map.get(op, op)
             if keep_dtype and op == "convert":
                 op = "add"
-            if not ir.dtype(cur.dtype).is_float and op not in INT_OPS and op != "convert":
+            if not ir.dtype(cur.dtype).is_float and op not in INT_OPS and op not in ("convert", "bias", "residual"):
                 ints = [o for o in self.ops if o in INT_OPS or o == "convert"]
                 if not ints:
                     break
@@ -314,6 +344,8 @@ class GraphBuilder:
         return cur
 
     def step(self, op: str, cur: Val, pool: list[Val], step: Step, float_dt: str) -> Val:
+        if op in ("bias", "residual"):         # a conv's epilogue (``op_map``): add that input
+            return self.binary("add", cur, self.extra_input(op, cur))
         if op == "convert":
             target = ("f16" if cur.dtype == "f32" else "f32") if ir.dtype(cur.dtype).is_float else float_dt
             if target == "f16" and cur.mag > 6e4:
@@ -322,6 +354,8 @@ class GraphBuilder:
                 else:
                     target = "f32"
             return self.new("convert", cur, dt=target, pos=cur.pos, target_type=ir.dtype(target).type_id)
+        if op == "min" and self.min_is_clip:
+            return self.clip(cur)
         if op in LEAF_ONLY:
             if cur.leaf:
                 return self.new(op, cur, mag=1.0)
@@ -332,6 +366,14 @@ class GraphBuilder:
         if op in UNARY:
             return self.unary(op, cur)
         return self.binary(op, cur, self.other(cur, pool, step))
+
+    def clip(self, cur: Val, lo: float = 0, hi: float = 6) -> Val:
+        """MIGraphX's clip (default ReLU6) as ``min(max(x, lo), hi)`` of broadcast literals (the IR has no clip)."""
+        dt = cur.dtype
+        lo_v = Val(self.literal(lo, dt, cur.lens), dt, cur.lens, mag=abs(lo))
+        hi_v = Val(self.literal(hi, dt, cur.lens), dt, cur.lens, mag=abs(hi), pos=max(hi, 0))
+        v = self.new("max", cur, lo_v, mag=max(cur.mag, abs(lo)), pos=max(cur.pos, lo))
+        return self.new("min", v, hi_v, mag=max(abs(lo), min(v.mag, abs(hi))), pos=min(v.pos, hi) if v.pos else 0.0)
 
     def where(self, cur: Val, pool: list[Val], step: Step) -> Val:
         cmp_ops = self.cmp_ops
@@ -365,6 +407,7 @@ class Plan:
     axes: tuple            # booleans, one per dim
     prologue: tuple        # Steps
     epilogue: tuple        # Steps
+    conv: tuple = ()       # a convolution's draws (:data:`CONV_FIELDS`); () -> derived from dims/inputs
 
 
 # ------------------------------------------------------------------ kinds --
@@ -472,8 +515,231 @@ def _attention(b: GraphBuilder, p: Plan) -> Val:
     return b.chain(o, p.epilogue, dt)
 
 
+# ------------------------------------------------------------------ conv --
+#: a convolution's draws, in draw order: (name, lo, hi); every value shrinks to ``lo``, the plainest choice
+#: (2-D, batch 1, one channel, group 1, NCHW, no stride / dilation / padding; a 1x1 image and kernel)
+CONV_FIELDS = (
+    ("spatial", 0, 7),      # 0..4: 2-D, 5..6: 1-D, 7: 3-D (capped by max_rank - 1)
+    ("batch", 1, 3),
+    ("cin", 1, 8),          # input channels per group (depthwise: the channels)
+    ("kout", 1, 8),         # output channels per group (depthwise: the multiplier, 1 or 2)
+    ("groups", 0, 3),       # 0, 1: group 1; 2: grouped (``gcount`` groups); 3: depthwise (group = channels)
+    ("gcount", 2, 4),
+    ("layout", 0, 3),       # 0, 1: NCHW; 2: NHWC strides on the parameter; 3: NHWC through transposes
+    ("layout_of", 0, 2),    # which operands take the NHWC layout: 0 both, 1 the input, 2 the weights
+    ("strided", 0, 1),
+    ("dilated", 0, 2),      # 2: dilated
+    ("padding", 0, 3),      # 0 none; 1 symmetric {p0, p1}; 2 symmetric {b.., e..}; 3 asymmetric {b.., e..}
+) + tuple((f"{name}{i}", lo, hi) for i in range(3)
+          for name, lo, hi in (("image", 1, 64), ("kernel", 1, 3), ("stride", 1, 3), ("dilation", 1, 3),
+                               ("pad_begin", 0, 2), ("pad_end", 0, 2)))
+
+
+def conv_draws():
+    """The strategy of a :class:`Plan`'s ``conv`` tuple (one integer per :data:`CONV_FIELDS` entry)."""
+    return st.tuples(*[st.integers(lo, hi) for _, lo, hi in CONV_FIELDS])
+
+
+def _conv_values(p: Plan) -> dict:
+    """The conv draws by name; a plan without them (built by hand) takes them from its dims and inputs."""
+    raw = list(p.conv)
+    if len(raw) < len(CONV_FIELDS):
+        extra = list(p.dims) + [x for d in p.inputs for x in d] + [p.core]
+        raw += [extra[i % len(extra)] if extra else 0 for i in range(len(raw), len(CONV_FIELDS))]
+    out = {}
+    for (name, lo, hi), v in zip(CONV_FIELDS, raw):
+        v = int(v)
+        out[name] = v if lo <= v <= hi else lo + (v - lo) % (hi - lo + 1)
+    return out
+
+
+def _channels_last(lens) -> list[int]:
+    """Strides of ``lens`` (N, C, spatial...) stored N, spatial..., C (MIGraphX's NHWC)."""
+    order = [0] + list(range(2, len(lens))) + [1]
+    strides = [0] * len(lens)
+    acc = 1
+    for i in reversed(order):
+        strides[i] = acc
+        acc *= max(lens[i], 1)
+    return strides
+
+
+@dataclass
+class ConvShape:
+    spatial: int
+    batch: int
+    group: int
+    cg: int                 # input channels per group
+    kg: int                 # output channels per group
+    image: list
+    kernel: list
+    stride: list
+    dilation: list
+    begin: list
+    end: list
+    pad_form: int           # 0 none, 1 symmetric (spatial values), 2 symmetric (2 x spatial), 3 asymmetric
+
+    def need(self, i: int) -> int:
+        """The smallest image dim ``i`` that the dilated kernel fits once padded (output >= 1)."""
+        return max(1, self.dilation[i] * (self.kernel[i] - 1) + 1 - self.begin[i] - self.end[i])
+
+    def out(self, i: int) -> int:
+        span = self.dilation[i] * (self.kernel[i] - 1) + 1
+        return (self.image[i] + self.begin[i] + self.end[i] - span) // self.stride[i] + 1
+
+    def sizes(self) -> list[int]:
+        """Elements of the input, the weights and the output."""
+        c, k = self.group * self.cg, self.group * self.kg
+        return [self.batch * c * _prod(self.image), k * self.cg * _prod(self.kernel),
+                self.batch * k * _prod([self.out(i) for i in range(self.spatial)])]
+
+    def padding_attr(self) -> list[int]:
+        if self.pad_form == 1:
+            return list(self.begin)
+        return list(self.begin) + list(self.end)
+
+
+def conv_shape(p: Plan, max_rank: int = 4, max_dim: int = 64, max_elements: int = 1 << 14) -> ConvShape:
+    """The convolution a plan describes, fitted to ``max_elements`` (every tensor) and valid under the shape
+    rules (every output spatial dim >= 1: an image smaller than its padded, dilated kernel is grown)."""
+    c = _conv_values(p)
+    sel = c["spatial"]
+    sp = 2 if sel <= 4 else (1 if sel <= 6 else 3)
+    sp = max(1, min(sp, max_rank - 1))
+    cap = {1: 32, 2: 12, 3: 6}[sp]
+    dim = lambda v, hi: max(1, min(v, hi, max_dim))                                  # noqa: E731
+    g = c["groups"]
+    if g <= 1:
+        group, cg, kg = 1, dim(c["cin"], 8), dim(c["kout"], 8)
+    elif g == 2:
+        group, cg, kg = c["gcount"], dim(c["cin"], 4), dim(c["kout"], 4)
+    else:   # depthwise: one input channel per group, 1 or 2 outputs per channel
+        group, cg, kg = max(2, dim(c["cin"], 8)), 1, 1 + (c["kout"] - 1) % 2
+    pad_form = c["padding"]
+    begin = [c[f"pad_begin{i}"] if pad_form else 0 for i in range(sp)]
+    end = [(begin[i] if pad_form in (1, 2) else c[f"pad_end{i}"]) if pad_form else 0 for i in range(sp)]
+    s = ConvShape(sp, dim(c["batch"], 3), group, cg, kg,
+                  image=[dim(c[f"image{i}"], cap) for i in range(sp)],
+                  kernel=[dim(c[f"kernel{i}"], 3) for i in range(sp)],
+                  stride=[c[f"stride{i}"] if c["strided"] else 1 for i in range(sp)],
+                  dilation=[c[f"dilation{i}"] if c["dilated"] == 2 else 1 for i in range(sp)],
+                  begin=begin, end=end, pad_form=pad_form)
+    for i in range(sp):
+        s.image[i] = max(s.image[i], s.need(i))
+    # fit: halve the largest of the sizes that can shrink (an image dim only down to what its kernel needs)
+    while max(s.sizes()) > max_elements:
+        cands = []          # (value, tie-break, setter)
+        for i in range(sp):
+            if s.image[i] > s.need(i):
+                cands.append((s.image[i], 5, ("image", i)))
+            if s.dilation[i] > 1:
+                cands.append((s.dilation[i] * s.kernel[i], 4, ("dilation", i)))
+            if s.kernel[i] > 1:
+                cands.append((s.kernel[i], 3, ("kernel", i)))
+        for attr, lo, tb in (("batch", 1, 2), ("cg", 1, 1), ("kg", 1, 1), ("group", 2, 0)):
+            if getattr(s, attr) > lo:
+                cands.append((getattr(s, attr), tb, (attr, None)))
+        if not cands:
+            break
+        _, _, (attr, i) = max(cands, key=lambda t: (t[0], t[1]))
+        if i is None:
+            lo = 2 if attr == "group" else 1
+            setattr(s, attr, max(lo, getattr(s, attr) // 2))
+        elif attr == "image":
+            s.image[i] = max(s.need(i), s.image[i] // 2)
+        else:
+            getattr(s, attr)[i] = max(1, getattr(s, attr)[i] // 2)
+            s.image[i] = max(s.image[i], s.need(i))
+    return s
+
+
+def _conv_operand(b: GraphBuilder, dt: str, lens, layout: int) -> Val:
+    """An NCHW-logical operand: a plain parameter (0), one with NHWC strides (2), or an NHWC parameter
+    transposed to NCHW (3)."""
+    lens = list(lens)
+    if layout == 2 and len(lens) > 2:
+        name = f"x{b.n_params}"
+        b.n_params += 1
+        v = b.m.add_param(name, dt, lens, strides=_channels_last(lens))
+    elif layout == 3 and len(lens) > 2:
+        r = len(lens)
+        v = b._transposed_param(dt, lens, [0] + list(range(2, r)) + [1])
+    else:
+        v = b.param(dt, lens)
+    return Val(v, dt, tuple(lens), mag=1.0 if ir.dtype(dt).is_float else 8.0, leaf=True)
+
+
+def _conv(b: GraphBuilder, p: Plan, quant: bool, max_dim: int) -> Val:
+    s = conv_shape(p, b.max_rank, max_dim, b.max_elements)
+    c = _conv_values(p)
+    op, dt = "convolution", p.dtype
+    if quant and p.core % 4 == 3:
+        op, dt = "quant_convolution", "i8"
+    layout = c["layout"] if c["layout"] >= 2 else 0
+    on_x = layout and c["layout_of"] in (0, 1)
+    on_w = layout and c["layout_of"] in (0, 2)
+    x = _conv_operand(b, dt, [s.batch, s.group * s.cg] + s.image, layout if on_x else 0)
+    w = _conv_operand(b, dt, [s.group * s.kg, s.cg] + s.kernel, layout if on_w else 0)
+    k = s.cg * _prod(s.kernel)
+    mag = math.sqrt(k) * (64.0 if op == "quant_convolution" else 1.0)
+    out = b.new(op, x, w, mag=mag, padding=s.padding_attr(), stride=list(s.stride), dilation=list(s.dilation),
+                group=s.group, padding_mode=0)
+    channel_axis = 1
+    if layout == 3 and on_x:
+        # the result goes back to NHWC as MIGraphX writes it: transpose(conv(transpose(x), w))
+        r = s.spatial + 2
+        out = b.new("transpose", out, permutation=[0] + list(range(2, r)) + [1])
+        channel_axis = r - 1
+    residual_strides = list(b.m.get(out.name).shape.strides) if layout == 2 and on_x else None
+    return _conv_epilogue(b, out, p.epilogue, p.dtype, channel_axis, residual_strides)
+
+
+#: a conv's epilogue draws these (rarer) ops as the ones MIGraphX fuses after a convolution, so that
+#: bias + relu, clip, sigmoid and residual adds come often; the ops before them in :data:`FLOAT_OPS` (add,
+#: mul, sub, max, min, relu) keep their meaning in every kind, and a shrink lowers a step's op toward them
+#: (``bias``: add a [channels] parameter broadcast along the channel axis; ``residual``: add a second input
+#: laid out as the output; ``min``: clip)
+CONV_OP_MAP = {"neg": "bias", "floor": "relu", "erf": "sigmoid", "recip": "bias", "sqrt": "relu", "rsqrt": "min",
+               "log": "residual", "pow": "bias", "ceil": "residual"}
+
+
+def _conv_epilogue(b: GraphBuilder, cur: Val, steps, float_dt: str, channel_axis: int, residual_strides) -> Val:
+    """The pointwise epilogue after a convolution: the chain a dot's epilogue is (a step's op is the same in
+    every kind, so a failure in the epilogue shrinks out of the conv) in MIGraphX's forms: ``min`` is the clip
+    (ReLU6, ``min(max(x, 0), 6)``: the IR has no clip op), a new second operand drawn as a plain parameter is
+    the residual input (laid out as the output) and one drawn as a ``broadcast`` the bias (a [channels]
+    parameter broadcast along the channel axis), and the rarer ops of :data:`CONV_OP_MAP` are drawn as bias,
+    relu, sigmoid, clip or residual steps."""
+    def extra(kind: str, v: Val) -> Val:
+        dt, is_float = v.dtype, ir.dtype(v.dtype).is_float
+        mag = 1.0 if is_float else 8.0
+        if kind == "bias":
+            bias = b.param(dt, [v.lens[channel_axis]])
+            return Val(b.m.add("broadcast", bias, axis=channel_axis, out_lens=list(v.lens)), dt, v.lens, mag=mag,
+                       leaf=True)
+        if residual_strides is not None and len(residual_strides) == len(v.lens):
+            name = f"x{b.n_params}"
+            b.n_params += 1
+            return Val(b.m.add_param(name, dt, list(v.lens), strides=residual_strides), dt, v.lens, mag=mag,
+                       leaf=True)
+        return Val(b.param(dt, v.lens), dt, v.lens, mag=mag, leaf=True)
+
+    def conv_input(v: Val, desc) -> Val | None:
+        recipe = VIEW_RECIPES[desc[0] % len(VIEW_RECIPES)] if b.views else "plain"
+        return extra("bias", v) if recipe == "broadcast" else (extra("residual", v) if recipe == "plain" else None)
+
+    needs = {"bias": "add", "residual": "add", "relu": "relu", "sigmoid": "sigmoid", "min": "min"}
+    saved = (b.new_input, b.min_is_clip, b.op_map, b.extra_input)
+    b.new_input, b.min_is_clip, b.extra_input = conv_input, True, extra
+    b.op_map = {k: v for k, v in CONV_OP_MAP.items() if needs[v] in b.ops}
+    try:
+        return b.chain(cur, steps, float_dt)
+    finally:
+        b.new_input, b.min_is_clip, b.op_map, b.extra_input = saved
+
+
 def build_module(p: Plan, *, ops=FLOAT_OPS, cmp_ops=("greater", "less", "equal"), max_rank: int = 4, max_elements: int = 1 << 14, quant: bool = True,
-                 views: bool = True) -> ir.Module:
+                 views: bool = True, max_dim: int = 64) -> ir.Module:
     """The module a :class:`Plan` describes."""
     b = GraphBuilder(ops=ops, cmp_ops=cmp_ops, max_rank=max_rank, max_elements=max_elements, views=views)
     if p.kind == "pointwise":
@@ -484,6 +750,8 @@ def build_module(p: Plan, *, ops=FLOAT_OPS, cmp_ops=("greater", "less", "equal")
         out = _softmax(b, p)
     elif p.kind == "gemm":
         out = _gemm(b, p, quant)
+    elif p.kind == "conv":
+        out = _conv(b, p, quant, max_dim)
     else:
         out = _attention(b, p)
     if out.dtype == "bool":  # never a bool output
@@ -512,7 +780,7 @@ def _norm_ops(ops) -> tuple[str, ...]:
     return tuple(o for o in FLOAT_OPS if o in ops) + tuple(o for o in ("greater", "less", "equal") if o in ops)
 
 
-def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), dtypes=("f32", "f16"),
+def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "attention"), dtypes=("f32", "f16"),
                  max_rank: int = 4, max_dim: int = 64, max_elements: int = 1 << 14, ops=None,
                  max_epilogue: int = 3, quant: bool = True, views: bool = True, kind_weights=None,
                  _plans_only: bool = False) -> st.SearchStrategy:
@@ -526,7 +794,11 @@ def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), 
     - ``reduce``: pointwise prologue, one ``reduce_*`` over some axes, pointwise epilogue;
     - ``softmax``: pointwise prologue, ``softmax``, pointwise epilogue;
     - ``attention``: dot(Q, K^T) [* 1/sqrt(d) literal] -> prologue (scale, mask, bias...) -> softmax
-      -> dot(., V) -> epilogue (the code generator refuses it: ``NotSupported``).
+      -> dot(., V) -> epilogue (the code generator refuses it: ``NotSupported``);
+    - ``conv``: ``convolution`` (float) or ``quant_convolution`` (i8 -> i32, when ``quant``) in 1-D, 2-D
+      (mostly) or 3-D, grouped / depthwise, strided, dilated, padded, NCHW or NHWC, then up to
+      ``max_epilogue`` epilogue steps as for ``gemm`` (a bias, a residual input and clip among them: module
+      docstring); its tensors have up to ``max_rank`` - 1 spatial dims (3 at most) besides N and C.
 
     ``ops`` restricts the pointwise ops (default :data:`FLOAT_OPS`); the numeric guards of this
     module's docstring (``abs`` + ``add`` of a literal, ``tanh``) may still appear; ``views=False`` draws plain
@@ -539,8 +811,8 @@ def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), 
     ops_t = _norm_ops(ops)
     if max_rank < 1 or max_dim < 1:
         raise ValueError("max_rank and max_dim must be >= 1")
-    if ("gemm" in kinds or "attention" in kinds) and max_rank < 2:
-        raise ValueError("gemm/attention need max_rank >= 2")
+    if ({"gemm", "attention", "conv"} & set(kinds)) and max_rank < 2:
+        raise ValueError("gemm/conv/attention need max_rank >= 2")
 
     chain_ops = tuple(o for o in ops_t if o not in ("greater", "less", "equal")) or ("add",)
     steps = _steps(len(chain_ops), max_epilogue)
@@ -560,9 +832,15 @@ def fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax", "attention"), 
         inputs = tuple(draw(_DESC) for _ in range(4))
         core = draw(st.integers(0, 7))
         axes = tuple(draw(st.booleans()) for _ in range(max_rank))
-        return Plan(kind, dt, rank, dims, inputs, core, axes, tuple(draw(steps)), tuple(draw(steps)))
+        pro, epi = tuple(draw(steps)), tuple(draw(steps))
+        # drawn last, for a conv only: the layout above keeps its meaning whatever the kind, and the other
+        # kinds draw exactly what they drew before convolutions existed
+        conv = draw(convs) if kind == "conv" else ()
+        return Plan(kind, dt, rank, dims, inputs, core, axes, pro, epi, conv)
 
-    kw = dict(ops=chain_ops, cmp_ops=tuple(o for o in ops_t if o in ("greater", "less", "equal")), max_rank=max_rank, max_elements=max_elements, quant=quant, views=views)
+    convs = conv_draws()
+    kw = dict(ops=chain_ops, cmp_ops=tuple(o for o in ops_t if o in ("greater", "less", "equal")), max_rank=max_rank,
+              max_elements=max_elements, quant=quant, views=views, max_dim=max_dim)
     if _plans_only:
         return plans()
     return plans().map(lambda p: build_module(p, **kw))
@@ -572,6 +850,8 @@ def graph_kind(module: ir.Module) -> str:
     """Which of :data:`ALL_KINDS` a module is (by its ops)."""
     ops = module.ops()
     dots = sum(o in ir.GEMM_OPS for o in ops)
+    if any(o in ir.CONV_OPS for o in ops):
+        return "conv"
     if dots >= 2 and "softmax" in ops:
         return "attention"
     if dots:
@@ -583,4 +863,5 @@ def graph_kind(module: ir.Module) -> str:
     return "pointwise"
 
 
-__all__ = ["fused_graphs", "graph_kind", "build_module", "Plan", "Step", "GraphBuilder", "ALL_KINDS", "FLOAT_OPS", "INT_OPS", "VIEW_RECIPES"]
+__all__ = ["fused_graphs", "graph_kind", "build_module", "conv_shape", "conv_draws", "Plan", "Step", "GraphBuilder",
+           "ConvShape", "ALL_KINDS", "FLOAT_OPS", "INT_OPS", "VIEW_RECIPES", "CONV_FIELDS", "CONV_OP_MAP"]

@@ -23,9 +23,10 @@ def test_fuzz_is_registered_with_its_options():
     assert a.repro_dir == "r" and a.database == "db" and a.quiet and a.device == "pocl"
     a = parse("--budget", "1")
     assert a.database == ".mlirtrace/fuzz-db" and a.repro_dir == "reproducers" and a.kinds is None
+    assert parse("--budget", "1", "--kinds", "conv gemm").kinds == ["conv", "gemm"]
 
 
-@pytest.mark.parametrize("argv", [[], ["--budget", "0"], ["--budget", "x"], ["--budget", "5", "--kinds", "conv"],
+@pytest.mark.parametrize("argv", [[], ["--budget", "0"], ["--budget", "x"], ["--budget", "5", "--kinds", "convolution"],
                                   ["--budget", "5", "--max-dim", "0"]])
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:

@@ -1,7 +1,10 @@
 """``mlirtrace fuzz`` finds every planted fault and writes a reproducer that fails while the fault is on
 and passes once it is off; a clean tree's short fuzz finds nothing. Run as subprocesses, as a user would.
 
-One fast representative (wrong_transpose_stride) runs by default; every fault runs with ``-m slow``.
+One fast representative (wrong_transpose_stride) runs by default; every fault runs with ``-m slow``. The
+convolution faults (conv_pad_edge, conv_group_stride) must also come out shrunk: a convolution on the
+smallest shapes that still show the fault. Fast checks (no kernel runs) that the conv faults change conv
+kernels only are here too.
 """
 from __future__ import annotations
 
@@ -13,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.codegen import FAULTS
+from pytest_mlirtrace.codegen.faults import CONV_FAULTS
+from pytest_mlirtrace.ir.ops import conv_params
 
 # (budget, extra args) per fault: the hang needs a shorter timeout to shrink within its budget
 BUDGETS = {
@@ -22,7 +28,12 @@ BUDGETS = {
     "missing_barrier": (90, []),
     "oob_write_n_edge": (90, []),
     "infinite_loop": (90, ["--timeout", "6"]),
+    # measured on the 2-core PoCL machine (seed 1): found after 8-12 s, shrunk to the minimal conv by 30-35 s
+    "conv_pad_edge": (90, []),
+    "conv_group_stride": (90, []),
 }
+GEMM_OPS = {"dot", "quant_dot"}
+CONV_OPS = {"convolution", "quant_convolution"}
 
 
 def _env(inject: str | None) -> dict:
@@ -57,9 +68,12 @@ def check_found(tmp: Path, fault: str, *more: str) -> dict:
     assert data["findings"], out
     # beyond the budget: writing what was found (two runs of its reproducer: fault on, fault off)
     assert data["elapsed_s"] <= budget + 30, f"ran {data['elapsed_s']}s on a {budget}s budget"
-    # the first finding is the fault (gemm); its reproducer fails with the fault and passes without it
-    gemm = [f for f in data["findings"] if {"dot", "quant_dot"} & set(f["ops"])]
-    assert gemm, f"no gemm finding for {fault}: {data['findings']}"
+    # the first finding is the fault (gemm; a conv fault: a convolution); its reproducer fails with the fault and
+    # passes without it. (A gemm fault may be found in a convolution too -- it runs on the gemm kernels -- but
+    # the budget leaves room for a plain gemm finding as well: a conv is another way to fail.)
+    ops = CONV_OPS if fault in CONV_FAULTS else GEMM_OPS
+    gemm = [f for f in data["findings"] if ops & set(f["ops"])]
+    assert gemm, f"no {'conv' if fault in CONV_FAULTS else 'gemm'} finding for {fault}: {data['findings']}"
     f = gemm[0]
     assert f["path"].endswith(".py") and Path(f["path"]).exists()
     assert Path(f["ticket"]).exists()
@@ -84,9 +98,98 @@ def test_fuzz_finds_wrong_transpose_stride_and_the_reproducer_fails_only_with_it
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", sorted(set(FAULTS) - {"wrong_transpose_stride"}))
+@pytest.mark.parametrize("fault", sorted(set(FAULTS) - {"wrong_transpose_stride"} - CONV_FAULTS))
 def test_fuzz_finds_each_planted_fault(tmp_path, fault):
     check_found(tmp_path, fault)
+
+
+def _the_conv(m: ir.Module):
+    return next(i for i in m.instructions if i.op in ir.CONV_OPS)
+
+
+def check_conv_shrunk(finding: dict, fault: str) -> None:
+    """A conv fault's finding is a convolution, shrunk: batch 1, tiny channels and image, at most one op besides
+    the conv, and what the fault needs (an end padding reached / two groups)."""
+    m = ir.parse_module(finding["module"])
+    c = _the_conv(m)
+    x, w = m.get(c.inputs[0]).shape, m.get(c.inputs[1]).shape
+    compute = [o for o in m.ops() if o not in ir.VIEW_OPS]
+    assert len(compute) <= 2, finding["module"]
+    assert x.lens[0] == 1 and all(n <= 3 for n in x.lens[2:]) and all(n <= 3 for n in w.lens[2:]), finding["module"]
+    assert x.lens[1] <= 4 and w.lens[0] <= 4, finding["module"]
+    begin, end, stride, dilation, group = conv_params(c, x.rank - 2)
+    if fault == "conv_group_stride":
+        assert group > 1, finding["module"]
+    else:
+        assert any(end), finding["module"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", sorted(CONV_FAULTS))
+def test_fuzz_finds_each_conv_fault_and_shrinks_it(tmp_path, fault):
+    data = check_found(tmp_path, fault, "--max-findings", "1")
+    f = next(f for f in data["findings"] if CONV_OPS & set(f["ops"]))
+    assert f["kind"] == "wrong"
+    check_conv_shrunk(f, fault)
+
+
+# ---- the conv faults change conv kernels only (no kernel runs) ------------------------------------------
+def _source(module, sol, inject=None) -> str:
+    src = codegen.lower(module, sol, inject=inject).source
+    return "\n".join(line for line in src.splitlines() if not line.startswith("// injected faults:"))
+
+
+def test_conv_faults_leave_non_conv_kernels_unchanged():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from pytest_mlirtrace.strategies import fused_graphs, solution_list
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax"), max_dim=12, max_elements=1024),
+           st.integers(0, 2 ** 16))
+    def check(m, pick):
+        sols = solution_list(codegen.problem_of(m))
+        sol = sols[pick % len(sols)]
+        base = _source(m, sol)
+        for fault in sorted(CONV_FAULTS):
+            assert _source(m, sol, fault) == base, fault
+
+    check()
+
+
+def _conv(padding, group) -> ir.Module:
+    m = ir.Module()
+    x = m.add_param("x", "f32", [1, 2 * group, 5, 5])
+    w = m.add_param("w", "f32", [6, 2, 3, 3])
+    m.add_return(m.add("convolution", x, w, padding=padding, stride=[1, 1], dilation=[1, 1], group=group,
+                       padding_mode=0))
+    m.verify()
+    return m
+
+
+@pytest.mark.parametrize("pad,group,changes", [
+    ([1, 1, 1, 1], 2, {"conv_pad_edge", "conv_group_stride"}),
+    ([0, 0, 0, 0], 2, {"conv_group_stride"}),
+    # begin padding only: the bound test changes, but no read reaches the end (the fault cannot fire)
+    ([1, 1, 0, 0], 2, {"conv_pad_edge", "conv_group_stride"}),
+    ([0, 0, 1, 1], 1, {"conv_pad_edge"}),
+    ([0, 0, 0, 0], 1, set()),
+])
+def test_conv_faults_change_the_conv_kernels_they_apply_to(pad, group, changes):
+    m = _conv(pad, group)
+    for sol in solution_list_for(m):
+        base = _source(m, sol)
+        for fault in sorted(CONV_FAULTS):
+            changed = _source(m, sol, fault) != base
+            assert changed == (fault in changes), (fault, pad, group, str(sol))
+
+
+def solution_list_for(m):
+    from pytest_mlirtrace.strategies import solution_list
+    sols = solution_list(codegen.problem_of(m))
+    # the default, a LocalTiles=1 one and a 1x1 tile: both kernel shapes
+    return [sols[0]] + [s for s in sols if s.LocalTiles][:1] + [s for s in sols if s.MPerBlock == 1][:1]
 
 
 def test_every_planted_fault_has_a_test():

@@ -40,6 +40,8 @@ def test_each_kind_is_drawn_and_classified(kind):
         assert graph_kind(m) == kind, str(m)
         if kind == "gemm":
             assert any(o in ("dot", "quant_dot") for o in m.ops())
+        if kind == "conv":
+            assert sum(o in ir.CONV_OPS for o in m.ops()) == 1
         if kind == "attention":
             assert m.ops().count("dot") == 2 and "softmax" in m.ops()
 
@@ -64,7 +66,9 @@ def test_ops_restricts_the_pointwise_ops(m):
 
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError):
-        fused_graphs(kinds=("conv",))
+        fused_graphs(kinds=("convolution",))
+    with pytest.raises(ValueError):
+        fused_graphs(kinds=("conv",), max_rank=1)
     with pytest.raises(ValueError):
         fused_graphs(ops=("frobnicate",))
     with pytest.raises(ValueError):

@@ -33,6 +33,12 @@ def test_any_gemm_solution_matches_the_oracle(pipeline, case):
     _check(pipeline, case)
 
 
+@settings(max_examples=15, **S)
+@given(case=fused_cases(kinds=("conv",), max_dim=12, max_elements=1024))
+def test_any_conv_solution_matches_the_oracle(pipeline, case):
+    _check(pipeline, case)
+
+
 @pytest.mark.slow
 @settings(max_examples=150, **S)
 @given(case=fused_cases(max_dim=32, max_elements=4096))

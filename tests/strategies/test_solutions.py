@@ -12,7 +12,7 @@ LIMITS = [None, codegen.DeviceLimits.pocl(), codegen.DeviceLimits.nvidia_gpu()]
 
 
 @S
-@given(st.data(), fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax"), max_dim=32),
+@given(st.data(), fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax"), max_dim=32),
        st.sampled_from(LIMITS))
 def test_drawn_solutions_are_applicable(data, module, limits):
     problem = codegen.problem_of(module)
@@ -22,7 +22,7 @@ def test_drawn_solutions_are_applicable(data, module, limits):
 
 
 @S
-@given(fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax"), max_dim=32), st.sampled_from(LIMITS))
+@given(fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax"), max_dim=32), st.sampled_from(LIMITS))
 def test_solution_list_is_default_then_edges_then_space(module, limits):
     problem = codegen.problem_of(module)
     sols = solution_list(problem, limits)

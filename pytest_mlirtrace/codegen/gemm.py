@@ -72,7 +72,7 @@ class _Operand:
         self.leaves = [i for i in dag.reachable([root]) if dag.nodes[i].kind in ("load", "table", "inb")]
         self.plan = {}
         # [fault hook] conv_group_stride: the input's (B's) group offset is dropped, every group reads group 0
-        drop_group = "conv_group_stride" in faults and row == "n" and bool(ctx.an.info.get("conv"))
+        drop_group = "conv_group_stride" in faults and row == "n" and bool(ctx.an.problem.conv)
         for i in self.leaves:
             off = dag.nodes[i].offset
             if drop_group and dag.nodes[i].kind == "load":
@@ -90,7 +90,7 @@ class _Operand:
 
 def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str]:
     an: Analysis = ctx.an
-    ctx.faults = frozenset(faults) if an.info.get("conv") else frozenset()   # [fault hook] conv_pad_edge
+    ctx.faults = frozenset(faults) if an.problem.conv else frozenset()   # [fault hook] conv_pad_edge
     if sol.LocalTiles:
         return _local(ctx, an, sol, faults)
     return _direct(ctx, an, sol, faults)

@@ -44,7 +44,7 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
     else:  # pragma: no cover - analyse only returns the kinds above
         raise NotSupported(f"kernel kind {an.kind!r}")
     active = tuple(sorted(f for f in faults if (an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS)
-                          and (an.info.get("conv") or f not in CONV_FAULTS)))
+                          and (an.problem.conv or f not in CONV_FAULTS)))
     name = c_name(module.symbol_name())
     source = assemble(ctx, module, solution, active, name, attrs, body)
     if any(int(g) <= 0 for g in gsize):

@@ -299,7 +299,7 @@ def _conv(module: Module, conv) -> Analysis:
                    elements=out.shape.elements, op=conv.op, conv=tuple(sorted(key.items())))
     return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens,
                     linearize(out_idx, out.shape.lens), root, dot=conv.name, a_root=a_root, b_root=b_root,
-                    acc_dtype=out_shape.dtype, batch_lens=(G,), info={"conv": True})
+                    acc_dtype=out_shape.dtype, batch_lens=(G,))
 
 
 # ----------------------------------------------------------- pointwise ----

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ir import Module
 from .errors import LoweringError, NotSupported
 from .faults import CONV_FAULTS, parse_inject
+from .attention import lower_attention
 from .gemm import lower_gemm
 from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name
 from .pointwise import lower_pointwise
@@ -41,6 +42,8 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
         body, gsize, lsize, attrs = lower_pointwise(ctx, solution, faults)
     elif an.kind in ("reduce", "softmax"):
         body, gsize, lsize, attrs = lower_reduce(ctx, solution, faults)
+    elif an.kind == "attention":
+        body, gsize, lsize, attrs = lower_attention(ctx, solution, faults)
     else:  # pragma: no cover - analyse only returns the kinds above
         raise NotSupported(f"kernel kind {an.kind!r}")
     active = tuple(sorted(f for f in faults if (an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS)

@@ -18,7 +18,7 @@ from . import expr as E
 from .errors import LoweringError, NotSupported
 from .graph import Builder, Dag, Node, delinearize, forward_map, linearize, same_index
 
-KINDS = ("gemm", "pointwise", "reduce", "softmax")
+KINDS = ("gemm", "pointwise", "reduce", "softmax", "attention")
 #: the migraphx ops the code generator lowers (views are folded into index maps)
 LOWERED_OPS = frozenset(VIEW_OPS) | frozenset(POINTWISE_OPS) | frozenset(GEMM_OPS) | frozenset(REDUCE_OPS) \
     | frozenset(CONV_OPS) | {"softmax"}
@@ -41,16 +41,30 @@ class Problem:
     op: str = ""              # gemm: dot | quant_dot | convolution | quant_convolution; reduce: reduce_sum, ...
     # a convolution lowered as an implicit gemm: its key fields (rocMLIR's conv key), as sorted pairs
     conv: tuple = ()
+    # attention / gemm-gemm (kind ``attention``): rocMLIR's key fields, as sorted pairs
+    attn: tuple = ()
 
     @property
     def key_kind(self) -> str:
-        """The form of this problem's key: ``conv`` for a convolution (its kernels are gemm kernels)."""
-        return "conv" if self.conv else self.kind
+        """The form of this problem's key: ``conv`` for a convolution (its kernels are gemm kernels),
+        ``attention`` or ``gemm_gemm`` for two fused gemms (with or without a softmax between them)."""
+        if self.conv:
+            return "conv"
+        if self.attn:
+            return "attention" if "seq_len_q" in dict(self.attn) else "gemm_gemm"
+        return self.kind
+
+    @property
+    def softmax(self) -> bool:
+        """An attention problem (a softmax between its two gemms), not a plain gemm-gemm."""
+        return self.key_kind == "attention"
 
     def key_fields(self) -> dict:
         """The fields of this problem's key (``vocab.problem_key.KEY_FIELDS[key_kind]``), by name."""
         if self.conv:
             return dict(self.conv)
+        if self.attn:
+            return dict(self.attn)
         if self.kind == "gemm":
             return {"t": self.dtype, "out_datatype": self.out_dtype, "transA": self.transA, "transB": self.transB,
                     "g": self.g, "m": self.m, "n": self.n, "k": self.k}
@@ -131,16 +145,14 @@ def analyse(module: Module) -> Analysis:
                            "32-bit index arithmetic")
     dots = [i for i in live if i.op in GEMM_OPS or i.op in CONV_OPS]
     reds = [i for i in live if i.op in REDUCE_OPS or i.op == "softmax"]
-    if len(dots) > 1:
+    if len(dots) > 2:
         names = ", ".join(f"{i.name} = {i.op}" for i in dots)
-        if reds and any(r.op == "softmax" for r in reds):
-            raise NotSupported(f"attention-like pattern dot -> softmax -> dot ({names}; "
-                               f"{', '.join(r.name + ' = ' + r.op for r in reds)}) is not supported: "
-                               "lower it as separate gemm and softmax kernels")
-        raise NotSupported(f"more than one gemm in one module ({names}) is not supported")
+        raise NotSupported(f"{len(dots)} gemms in one module ({names}): at most two (gemm-gemm, attention) "
+                           "are fused")
+    if len(dots) == 2:
+        return _two_gemms(module, dots, reds)
     if dots and reds:
-        raise NotSupported(f"{reds[0].name} = {reds[0].op} after/before the gemm {dots[0].name} = "
-                           f"{dots[0].op}: a gemm fused with a reduction is not supported")
+        return _gemm_reduce(module, dots[0], reds)
     if len(reds) > 1:
         raise NotSupported(f"more than one reduction in one module ({', '.join(r.name + ' = ' + r.op for r in reds)}) "
                            "is not supported")
@@ -149,6 +161,33 @@ def analyse(module: Module) -> Analysis:
     if reds:
         return _reduce(module, reds[0])
     return _pointwise(module)
+
+
+def _ancestors(module: Module, name: str) -> set[str]:
+    out: set[str] = set()
+    stack = list(module.get(name).inputs)
+    while stack:
+        n = stack.pop()
+        if n not in out:
+            out.add(n)
+            stack.extend(module.get(n).inputs)
+    return out
+
+
+def _gemm_reduce(module: Module, dot, reds) -> Analysis:
+    """A gemm whose result feeds one reduction (or softmax): the reduction kernel with the dot computed
+    inline (a K loop per element it reads)."""
+    red = reds[0]
+    if len(reds) > 1:
+        raise NotSupported(f"more than one reduction in one module "
+                           f"({', '.join(r.name + ' = ' + r.op for r in reds)}) is not supported")
+    if dot.op in CONV_OPS:
+        raise NotSupported(f"{red.name} = {red.op} after the convolution {dot.name}: a convolution fused with "
+                           "a reduction is not supported")
+    if dot.name not in _ancestors(module, red.name):
+        raise NotSupported(f"{dot.name} = {dot.op} after the reduction {red.name} = {red.op}: a reduction "
+                           "feeding a gemm is only fused as attention (dot -> softmax -> dot)")
+    return _reduce(module, red, inline_dots=True)
 
 
 def problem_of(module: Module) -> Problem:
@@ -211,18 +250,18 @@ def _epilogue(module: Module, dag: Dag, anchor_ins, acc_idx: list, what: str):
     return ret, out_idx, Builder(module, anchors={anchor_ins.name: anchor}, dag=dag).value(ret, out_idx)
 
 
+def _transposed(dag: Dag, root: int, inner: str, outer: str, ext_in: int) -> bool:
+    """Whether an operand's logically innermost dim ``inner`` is not its fastest storage dim (first load)."""
+    ld = _first_load(dag, root)
+    if ld is None:
+        return False
+    s_in, s_out = abs(_stride(ld.offset, inner, {})), abs(_stride(ld.offset, outer, {}))
+    return bool(ext_in > 1 and s_in != 1 and s_out != 0 and (s_out < s_in or s_out == 1))
+
+
 def _trans_flags(dag: Dag, a_root: int, b_root: int, K: int, N: int) -> list[bool]:
     """Whether A's k and B's n are not their fastest storage dims (from their first loads)."""
-    trans = []
-    for root_, inner, outer in ((a_root, "k", "m"), (b_root, "n", "k")):
-        ld = _first_load(dag, root_)
-        if ld is None:
-            trans.append(False)
-            continue
-        s_in, s_out = abs(_stride(ld.offset, inner, {})), abs(_stride(ld.offset, outer, {}))
-        ext_in = K if inner == "k" else N
-        trans.append(bool(ext_in > 1 and s_in != 1 and s_out != 0 and (s_out < s_in or s_out == 1)))
-    return trans
+    return [_transposed(dag, a_root, "k", "m", K), _transposed(dag, b_root, "n", "k", N)]
 
 
 # ---------------------------------------------------------------- conv ----
@@ -334,7 +373,7 @@ def _pointwise(module: Module) -> Analysis:
 
 
 # -------------------------------------------------------------- reduce ----
-def _reduce(module: Module, red) -> Analysis:
+def _reduce(module: Module, red, inline_dots: bool = False) -> Analysis:
     x = module.get(red.inputs[0])
     xl = tuple(x.shape.lens)
     rank = len(xl)
@@ -358,7 +397,7 @@ def _reduce(module: Module, red) -> Analysis:
     else:
         ridx = [E.ZERO if d in axes else xidx[d] for d in range(rank)]
     dag = Dag()
-    pre_root = Builder(module, dag=dag).value(x.name, xidx)
+    pre_root = Builder(module, dag=dag, inline_dots=inline_dots).value(x.name, xidx)
     ret = module.returns()[0]
     out = module.get(ret)
 
@@ -390,3 +429,93 @@ def _reduce(module: Module, red) -> Analysis:
     return Analysis(module, kind, prob, dag, ret, out.shape.dtype, tuple(out.shape.lens), out_off, root,
                     anchor=red.name, pre_root=pre_root, out_per_group=per_group, reduce_op=red.op,
                     acc_dtype=red.shape.dtype, info={"axes": axes, "G": G, "R": Rn})
+
+
+# ----------------------------------------------------- gemm-gemm, attention ----
+def _two_gemms(module: Module, dots, reds) -> Analysis:
+    """``dot(f(dot(Q, K)), V)`` with pointwise ops and views f between the gemms (gemm-gemm), or with one
+    softmax over the first gemm's columns among them (attention: computed with an online softmax).
+
+    The kernel's variables: ``gb`` (the second gemm's batch), ``m`` (rows), ``n1`` (the first gemm's
+    columns = the second's K), ``d`` (the second gemm's columns); the first gemm is an inline dot over
+    its own K (the head dim) wherever its value is read."""
+    d1, d2 = dots
+    if any(i.op in CONV_OPS for i in dots):
+        raise NotSupported(f"{d1.name} = {d1.op}, {d2.name} = {d2.op}: a convolution fused with a second "
+                           "gemm is not supported")
+    if d1.name not in _ancestors(module, d2.name):
+        raise NotSupported(f"two independent gemms in one module ({d1.name} = {d1.op}, {d2.name} = "
+                           f"{d2.op}): only a gemm feeding the next (gemm-gemm, attention) is fused")
+    a2, b2 = module.get(d2.inputs[0]), module.get(d2.inputs[1])
+    if d1.name == b2.name or d1.name in _ancestors(module, b2.name):
+        raise NotSupported(f"{d1.name} = {d1.op} feeds the second operand of {d2.name} = {d2.op}: only the "
+                           "first operand (the attention probabilities) may come from the first gemm")
+    others = [r for r in reds if r.op != "softmax"]
+    sms = [r for r in reds if r.op == "softmax"]
+    if others or len(sms) > 1:
+        bad = (others or sms)[0]
+        raise NotSupported(f"{bad.name} = {bad.op} between the gemms {d1.name} and {d2.name}: only one softmax "
+                           "(attention) or pointwise ops and views (gemm-gemm) are fused between two gemms")
+    sm = sms[0] if sms else None
+    if sm is not None and not (d1.name in _ancestors(module, sm.name) and sm.name in _ancestors(module, d2.name)):
+        raise NotSupported(f"{sm.name} = softmax is not between the gemms {d1.name} and {d2.name}")
+    lens = d2.shape.lens
+    batch = tuple(lens[:-2])
+    M, D = lens[-2], lens[-1]
+    N1 = a2.shape.lens[-1]
+    K = module.get(d1.inputs[0]).shape.lens[-1]
+    g = int(prod(batch)) if batch else 1
+    gb = E.var("gb", g)
+    bidx = delinearize(gb, batch) if batch else []
+    m, n1, d = E.var("m", M), E.var("n1", N1), E.var("d", D)
+    dag = Dag()
+    seen: list = []
+
+    def at_softmax(idx):
+        if seen and not same_index(idx, seen[0]):
+            raise NotSupported(f"{sm.name} = softmax: read at two different indices before {d2.name}")
+        seen.append(idx)
+        return dag.add(Node("acc", sm.shape.dtype, op=sm.name))
+
+    anchors = {sm.name: at_softmax} if sm is not None else {}
+    p_root = Builder(module, anchors=anchors, dag=dag, inline_dots=True).value(a2.name, bidx + [m, n1])
+    v_root = Builder(module, dag=dag).value(b2.name, bidx + [n1, d])
+    x_root = p_root
+    if sm is not None:
+        sidx = seen[0]
+        axis = sm.attrs.get("axis", 1) % len(sidx)
+        if sidx[axis].key() != n1.key() or any("n1" in x.vars() for j, x in enumerate(sidx) if j != axis):
+            raise NotSupported(f"{sm.name} = softmax: its axis is not the columns of {d1.name} that "
+                               f"{d2.name} sums over")
+        # between softmax and the second gemm only conversions (roundings) may come: the online softmax
+        # divides by the sum at the end
+        for i in dag.reachable([p_root]):
+            nd = dag.nodes[i]
+            if nd.kind == "op" and nd.op != "convert" or nd.kind in ("load", "table", "dot"):
+                raise NotSupported(f"{nd.op or nd.kind} between {sm.name} = softmax and {d2.name} = {d2.op}: "
+                                   "only conversions may follow the softmax of an attention")
+        x_root = Builder(module, dag=dag, inline_dots=True).value(sm.inputs[0], sidx)
+    if not any(dag.nodes[i].kind == "dot" for i in dag.reachable([x_root])):
+        raise NotSupported(f"{d2.name} = {d2.op}: its first operand does not read {d1.name} at the columns "
+                           "it sums over")
+    ret, out_idx, root = _epilogue(module, dag, d2, bidx + [m, d], "gemm")
+    out = module.get(ret)
+    dt = module.get(d1.inputs[0]).shape.dtype
+    dot_node = next(dag.nodes[i] for i in dag.reachable([x_root]) if dag.nodes[i].kind == "dot")
+    kv = dot_node.op
+    tq = _transposed(dag, dot_node.args[0], kv, "m", K)
+    tk = _transposed(dag, dot_node.args[1], "n1", kv, N1)
+    tv = _transposed(dag, v_root, "d", "n1", D)
+    out_off = linearize(out_idx, out.shape.lens)
+    to = abs(_stride(out_off, "d", {})) != 1 and D > 1
+    if sm is not None:
+        key = dict(t=dt.name, transQ=tq, transK=tk, transV=tv, transO=to, causal=False, return_lse=False,
+                   g=g, seq_len_q=M, seq_len_k=N1, head_dim_qk=K, head_dim_v=D)
+    else:
+        key = dict(t=dt.name, transA=tq, transB=tk, transC=tv, transO=to, g=g, m=M, n=N1, k=K, gemmO=D)
+    prob = Problem("attention", dt.name, out.shape.dtype.name, tq, tk, g, M, N1, K, elements=out.shape.elements,
+                   op="attention" if sm is not None else "gemm_gemm", attn=tuple(sorted(key.items())))
+    return Analysis(module, "attention", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
+                    dot=d2.name, a_root=x_root, b_root=v_root, acc_dtype=d2.shape.dtype, batch_lens=batch,
+                    anchor=sm.name if sm is not None else "", pre_root=p_root,
+                    info={"D": D, "N1": N1, "softmax": sm is not None})

@@ -23,6 +23,13 @@ reduce / softmax ``GroupsPerBlock,ThreadsPerGroup,VectorWidth,Unroll``
     ThreadsPerGroup       work-items sharing one reduction (power of two; combined through local memory)
     VectorWidth           elements one work-item reads per step (vector along the reduced index)
     Unroll                unroll factor of the per-work-item reduction loop
+
+attention (gemm-gemm and attention) ``RowsPerBlock,DPerThread,Unroll``
+    RowsPerBlock          rows (one per work-item) of one work-group; they walk the same K and V columns
+    DPerThread            output columns one work-item accumulates (private accumulators); a row's
+                          scores are computed once per work-item, so fewer columns mean more parallel
+                          work-items and more recomputation of the first gemm
+    Unroll                unroll factor of the loop over a work-item's output columns
 """
 from __future__ import annotations
 
@@ -38,7 +45,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "pointwise": ("BlockSize", "ElementsPerThread", "VectorWidth"),
     "reduce": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
     "softmax": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
+    "attention": ("RowsPerBlock", "DPerThread", "Unroll"),
 }
+MAX_PRIVATE_ACCUMULATORS = 256   # attention: DPerThread
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
 MAX_ACCUMULATORS = 256          # MPerThread * NPerThread
 MAX_FIELD = 1 << 16
@@ -167,6 +176,9 @@ class Solution:
         elif self.kind in ("reduce", "softmax"):
             if not _pow2(f["ThreadsPerGroup"]):
                 bad("ThreadsPerGroup", "a power of two")
+        elif self.kind == "attention":
+            if f["DPerThread"] > MAX_PRIVATE_ACCUMULATORS:
+                bad("DPerThread", f"at most {MAX_PRIVATE_ACCUMULATORS} (private accumulators)")
 
     # ---- derived -------------------------------------------------------------
     def work_group(self) -> tuple[int, ...]:
@@ -175,6 +187,8 @@ class Solution:
             return (f["NPerBlock"] // f["NPerThread"], f["MPerBlock"] // f["MPerThread"], 1)
         if self.kind == "pointwise":
             return (f["BlockSize"], 1, 1)
+        if self.kind == "attention":
+            return (f["RowsPerBlock"], 1, 1)
         return (f["ThreadsPerGroup"], f["GroupsPerBlock"], 1)
 
     def work_group_size(self) -> int:
@@ -220,6 +234,12 @@ def check_applicable(problem: Problem, solution: Solution, limits=None) -> None:
                                 "handled by shifting the last vector back inside the row)")
         if f["LocalTiles"] and (f["MPerThread"] * f["NPerThread"]) * wg > 4 * 65536:
             raise NotApplicable("work-group register tile too large")
+    elif problem.kind == "attention":
+        D = dict(problem.attn).get("head_dim_v", dict(problem.attn).get("gemmO", 1))
+        if f["DPerThread"] > max(int(D), 1):
+            raise NotApplicable(f"DPerThread {f['DPerThread']} is more than the {D} output columns")
+        if f["RowsPerBlock"] > max(_ceil_pow2(problem.m), 1) and f["RowsPerBlock"] > 1:
+            raise NotApplicable(f"RowsPerBlock {f['RowsPerBlock']} is more than the {problem.m} rows need")
     elif problem.kind == "pointwise":
         if f["VectorWidth"] > problem.reduce_len:
             raise NotApplicable(f"VectorWidth {f['VectorWidth']} is wider than the inner dimension "
@@ -296,6 +316,9 @@ def space(problem: Problem, limits=None) -> list[Solution]:
     elif problem.kind == "pointwise":
         cands = [Solution("pointwise", (bs, ept, vw)) for bs in (1, 16, 64, 256) for ept in (1, 2, 4, 8)
                  for vw in VECTOR_WIDTHS]
+    elif problem.kind == "attention":
+        cands = [Solution("attention", (rb, dt, u)) for rb in (1, 4, 16, 32, 64, 128, 256)
+                 for dt in (1, 2, 4, 8, 16, 32, 64, 128, 256) for u in (1, 4, 8)]
     else:
         cands = [Solution(problem.kind, (gpb, tpg, vw, u)) for gpb in (1, 4, 16, 64) for tpg in (1, 4, 16, 64, 256)
                  for vw in (1, 4, 8, 16) for u in (1, 4) if gpb * tpg <= 1024]
@@ -335,6 +358,9 @@ _QUICK_GEMM = {
 
 _QUICK_POINTWISE = ["64,1,16", "64,4,16", "16,4,16", "256,1,4", "256,2,4", "64,2,8", "64,1,1", "256,1,1",
                     "1,8,16", "16,1,4", "64,1,2", "1,1,1"]
+_QUICK_ATTENTION = ["16,64,8", "16,32,8", "64,16,8", "64,8,8", "128,8,8", "32,4,4", "64,64,8", "64,128,8",
+                    "16,16,4", "4,8,8", "1,1,1", "8,2,1", "256,4,4", "16,128,8", "32,256,8", "1,64,8", "1,16,8",
+                    "2,128,8", "2,32,8", "4,64,8", "4,16,4"]
 _QUICK_REDUCE = ["1,1,16,4", "4,1,16,4", "16,1,16,1", "1,16,16,1", "1,64,4,4", "1,256,4,1", "4,64,4,1",
                  "16,16,1,4", "64,1,1,4", "1,1,1,4", "4,16,4,4", "1,256,1,1", "16,4,8,1", "1,1,4,1"]
 
@@ -350,7 +376,7 @@ def quick_list(problem: Problem, limits=None) -> list[Solution]:
             fit = _uniq(fit + [s for s in _small_gemm(problem) if is_applicable(problem, s, limits)]
                         + [s for s in space(problem, limits)][: 16 - len(fit)])
     else:
-        table = _QUICK_POINTWISE if kind == "pointwise" else _QUICK_REDUCE
+        table = {"pointwise": _QUICK_POINTWISE, "attention": _QUICK_ATTENTION}.get(kind, _QUICK_REDUCE)
         fit = [Solution.parse(kind, s) for s in table]
         fit = [s for s in fit if is_applicable(problem, s, limits)]
         if not fit:
@@ -374,6 +400,9 @@ def default_solution(problem: Problem, limits=None) -> Solution:
         ("pointwise", True): ["256,1,4", "256,1,1"],
         ("reduce", False): ["4,1,16,4", "4,1,4,4", "4,1,1,4"],
         ("reduce", True): ["1,256,4,1", "1,256,1,1"],
+        ("attention", False): ["16,64,8", "16,32,8", "16,16,8", "16,4,4", "4,64,8", "2,64,8", "1,64,8",
+                               "1,16,4", "1,1,1"],
+        ("attention", True): ["64,8,8", "64,4,4", "64,1,1", "4,8,8", "2,8,8", "1,8,8", "1,1,1"],
     }
     key = (problem.kind if problem.kind != "softmax" else "reduce", gpu)
     for text in prefs[key]:

@@ -17,7 +17,11 @@ becomes spaces.  The forms, by kind:
                 ``-u -v``, dilations ``-l -j``, groups ``-g``); older logs write ``-f NCHW -I NCHW -O NCHW``.
                 1-D convolutions are written as 2-D with ``-H 1 -y 1``; a 3-D one adds the depth as
                 rocMLIR's conv-config names it: ``-in_d -fil_d -padding_d -conv_stride_d -dilation_d``
-``attention``   ``-t f16 -g 24 -seq_len_q 4096 -seq_len_k 4096 -head_dim_qk 64 -head_dim_v 64``
+``attention``   ``-t f16 -transQ false -transK true -transV false -transO false -causal false -return_lse false
+                -g 24 -seq_len_q 4096 -seq_len_k 4096 -head_dim_qk 64 -head_dim_v 64`` (MIGraphX 2.13's form;
+                older keys lack ``-causal``/``-return_lse``, newer ones add ``-split_kv``, ``-num_heads_q``, ...)
+``gemm_gemm``   ``-t f32 -transA false -transB false -transC false -transO false -g 1 -m 7 -n 7 -k 3 -gemmO 3``
+                (first gemm m x k times k x n, then times the n x gemmO third operand C)
 ``pointwise``, ``reduce``, ``softmax``  (mlirtrace's own kinds: rocMLIR's keys have no form for them)
                 ``-op reduce -t f32 -out_datatype f32 -elements 3 -reduce_len 5 -outer 3 -g 1``
                 ``elements``: output elements; ``reduce_len``: elements per reduction (pointwise: row
@@ -42,8 +46,12 @@ GEMM_FIELDS = ("t", "out_datatype", "transA", "transB", "g", "m", "n", "k")
 FUSED_FIELDS = ("op", "t", "out_datatype", "elements", "reduce_len", "outer", "g")
 CONV_FIELDS = ("F", "f", "I", "O", "n", "c", "H", "W", "k", "y", "x", "p", "q", "u", "v", "l", "j", "g", "t")
 CONV_3D_FIELDS = ("in_d", "fil_d", "padding_d", "conv_stride_d", "dilation_d")
+ATTENTION_FIELDS = ("t", "transQ", "transK", "transV", "transO", "causal", "return_lse", "g", "seq_len_q",
+                    "seq_len_k", "head_dim_qk", "head_dim_v")
+GEMM_GEMM_FIELDS = ("t", "transA", "transB", "transC", "transO", "g", "m", "n", "k", "gemmO")
 KEY_FIELDS: dict[str, tuple[str, ...]] = {"gemm": GEMM_FIELDS, "pointwise": FUSED_FIELDS,
-                                          "reduce": FUSED_FIELDS, "softmax": FUSED_FIELDS, "conv": CONV_FIELDS}
+                                          "reduce": FUSED_FIELDS, "softmax": FUSED_FIELDS, "conv": CONV_FIELDS,
+                                          "attention": ATTENTION_FIELDS, "gemm_gemm": GEMM_GEMM_FIELDS}
 #: the operation word of a conv key, by element type
 CONV_WORDS = {"f32": "conv", "f16": "convfp16", "bf16": "convbfp16", "i8": "convint8"}
 _OWN_KINDS = ("pointwise", "reduce", "softmax")       # keyed by "-op <kind>"
@@ -110,6 +118,8 @@ class ProblemKey:
             return f["op"]
         if "seq_len_q" in f or "head_dim_qk" in f:
             return "attention"
+        if "gemmO" in f and all(x in f for x in ("m", "n", "k")):
+            return "gemm_gemm"
         if all(x in f for x in ("m", "n", "k")):
             return "gemm"
         if any(x in f for x in ("H", "W", "y", "x", "in_h", "fil_h")):
@@ -152,7 +162,7 @@ class ProblemKey:
 
     def short(self) -> str:
         keep = [f"-{k} {v}" for k, v in self.fields.items()
-                if k in ("t", "g", "m", "n", "k", "seq_len_q", "seq_len_k", "head_dim_qk", "head_dim_v",
+                if k in ("t", "g", "m", "n", "k", "gemmO", "seq_len_q", "seq_len_k", "head_dim_qk", "head_dim_v",
                          "n", "c", "H", "W", "y", "x")]
         head = " ".join(x for x in (self.arch, None if self.num_cu is None else f"cu={self.num_cu}",
                                     None if self.chiplets is None else f"chiplets={self.chiplets}") if x)

@@ -317,7 +317,7 @@ def vectorizable(dag: Dag, roots) -> bool:
             return False
         if n.kind == "op" and n.op == "convert" and any(compute(dag.nodes[a].dtype) != "float" for a in n.args):
             return False
-        if n.kind == "table":
+        if n.kind in ("table", "dot"):
             return False
     return True
 
@@ -405,12 +405,48 @@ class DagEmitter:
         self.names: dict[int, str] = {}
         self.lines: list[str] = []
 
+    def _reachable(self, root: int) -> list[int]:
+        """The nodes ``root`` needs outside any inline dot's loop (a dot's operands are emitted in it)."""
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            if self.dag.nodes[i].kind != "dot":
+                stack.extend(self.dag.nodes[i].args)
+        return sorted(seen)
+
+    def _dot(self, i: int, n) -> str:
+        """An inline dot: a loop over its variable accumulating the product of its operands."""
+        acc_t = compute(n.dtype)
+        name = f"{self.prefix}{i}"
+        inner = DagEmitter(self.dag, self.h, self.leaf, 1, prefix=f"{name}_")
+        a = inner.emit(n.args[0])
+        b = inner.emit(n.args[1])
+        kv = n.op
+        self.lines.append(f"{acc_t} {name}a = 0;")
+        self.lines.append(f"for (int {kv} = 0; {kv} < {int(n.value)}; ++{kv}) {{")
+        self.lines += ["  " + x for x in inner.lines]
+        self.lines.append(f"  {name}a += ({acc_t})({a}) * ({acc_t})({b});")
+        self.lines.append("}")
+        return round_to(self.h, n.dtype, f"{name}a", 1)
+
     def emit(self, root: int) -> str:
-        for i in self.dag.reachable([root]):
+        for i in self._reachable(root):
             if i in self.names:
                 continue
             n = self.dag.nodes[i]
             ty = vt(compute(n.dtype), self.w)
+            if n.kind == "dot":
+                if self.w != 1:
+                    raise NotSupported("an inline dot is emitted one lane at a time")
+                text = self._dot(i, n)
+                name = f"{self.prefix}{i}"
+                self.lines.append(f"const {ty} {name} = {text};")
+                self.names[i] = name
+                continue
             if n.kind == "const":
                 c = const_text(n.dtype, n.value)
                 text = f"({ty})({c})" if self.w > 1 else c

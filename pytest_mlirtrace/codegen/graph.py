@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir import Instruction, Module, POINTWISE_OPS, VIEW_OPS
+from ..ir import GEMM_OPS, Instruction, Module, POINTWISE_OPS, VIEW_OPS
 from ..ir.dtypes import DType
 from . import expr as E
 from .errors import NotSupported
@@ -26,7 +26,9 @@ MAX_TABLE = 16384
 
 @dataclass(frozen=True)
 class Node:
-    kind: str                 # load | const | table | op | acc | inb
+    kind: str                 # load | const | table | op | acc | inb | dot
+    # dot: an inline dot product, sum over the loop variable ``op`` (0 .. value-1) of args[0] * args[1];
+    # the two operand DAGs index with that variable (a gemm fused inside a reduction or an attention)
     # inb: 1 when ``offset`` (a padded input index, may be negative) lies in 0 .. value-1, else 0: a
     # convolution's padding reads its input at a clamped index and selects 0 where this is 0
     dtype: DType
@@ -188,11 +190,13 @@ class Builder:
     """Builds DAG nodes for the values of ``module``; ``anchors`` maps instruction name -> callback(idx)."""
 
     def __init__(self, module: Module, anchors: dict[str, Callable[[list[E.Lin]], int]] | None = None,
-                 dag: Dag | None = None):
+                 dag: Dag | None = None, inline_dots: bool = False):
         self.m = module
         self.anchors = anchors or {}
         self.dag = dag or Dag()
         self._memo: dict = {}
+        # a dot reached here becomes an inline dot node (its K loop runs where its value is needed)
+        self.inline_dots = inline_dots
 
     def value(self, name: str, idx: list[E.Lin]) -> int:
         key = (name, tuple(i.key() for i in idx))
@@ -238,8 +242,22 @@ class Builder:
             args = tuple(self.value(i, idx) for i in ins.inputs)
             val = ins.shape.dtype.name if ins.op == "convert" else None
             return dag.add(Node("op", ins.shape.dtype, args=args, op=ins.op, value=val))
+        if self.inline_dots and ins.op in GEMM_OPS:
+            return self.inline_dot(ins, idx)
         raise NotSupported(f"{ins.name} = {ins.op}: {ins.op!r} cannot be fused here "
                            f"(this kernel kind takes pointwise ops and views around its anchor)")
+
+    def inline_dot(self, ins: Instruction, idx: list[E.Lin]) -> int:
+        """The dot ``ins`` at ``idx`` as an inline dot node: its operands built at (batch, m, kv) and
+        (batch, kv, n) with a loop variable ``kv`` of its own."""
+        a, b = self.m.get(ins.inputs[0]), self.m.get(ins.inputs[1])
+        K = a.shape.lens[-1]
+        kname = f"kd{len(self.dag.nodes)}"
+        kv = E.var(kname, K)
+        batch, mi, ni = list(idx[:-2]), idx[-2], idx[-1]
+        ar = self.value(a.name, batch + [mi, kv])
+        br = self.value(b.name, batch + [kv, ni])
+        return self.dag.add(Node("dot", ins.shape.dtype, args=(ar, br), op=kname, value=int(K)))
 
 
 def forward_map(module: Module, anchor: str, anchor_idx: list[E.Lin]) -> dict[str, list[E.Lin]]:

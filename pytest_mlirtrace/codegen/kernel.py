@@ -49,17 +49,25 @@ class Ctx:
             out.append(ArgBinding("input", self.pnames[p.param], s.dtype.name, param=p.param, lens=tuple(s.lens),
                                   strides=tuple(s.strides), elements=s.element_space,
                                   nbytes=s.element_space * s.dtype.itemsize, ctype=storage(s.dtype)))
-        ne = int(np.prod(self.an.out_lens)) if self.an.out_lens else 1
-        out.append(ArgBinding("output", "out0", self.an.out_dtype.name, index=0, lens=tuple(self.an.out_lens),
-                              strides=(), elements=ne, nbytes=ne * self.an.out_dtype.itemsize,
-                              ctype=storage(self.an.out_dtype)))
+        for j, (index, dt, lens) in enumerate(self._outputs()):
+            ne = int(np.prod(lens)) if lens else 1
+            out.append(ArgBinding("output", f"out{j}", dt.name, index=index, lens=tuple(lens), strides=(),
+                                  elements=ne, nbytes=ne * dt.itemsize, ctype=storage(dt)))
         return out
+
+    def _outputs(self) -> list:
+        """(index into ``module.returns()``, dtype, lens) of every output, the kernel's out0, out1, ..."""
+        an = self.an
+        rets = an.module.returns()
+        return [(rets.index(an.out_name), an.out_dtype, an.out_lens)] + [
+            (x.index, x.dtype, x.lens) for x in an.extra_outputs]
 
     def signature(self) -> str:
         parts = []
         for p in self.an.module.params():
             parts.append(f"__global const {storage(p.shape.dtype)}* restrict {self.pnames[p.param]}")
-        parts.append(f"__global {storage(self.an.out_dtype)}* restrict out0")
+        for j, (_, dt, _) in enumerate(self._outputs()):
+            parts.append(f"__global {storage(dt)}* restrict out{j}")
         return ", ".join(parts)
 
     def tables(self) -> str:
@@ -165,12 +173,22 @@ def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_la
     (value already in storage type).
     """
     an = ctx.an
-    dag = an.dag
+    lines: list[str] = []
+    targets = [(an.epilogue, an.out_offset, an.out_dtype)] + [(x.root, x.offset, x.dtype) for x in an.extra_outputs]
+    for j, (root, offset, dt) in enumerate(targets):
+        lines += _emit_one(ctx, root, offset, dt, f"out{j}", acc_value, w, lane_subst, out_lane_subst, store_lane,
+                           prefix if j == 0 else f"{prefix}{j}_")
+    return lines
+
+
+def _emit_one(ctx: Ctx, root: int, offset, out_dtype, ptr: str, acc_value, w: int, lane_subst, out_lane_subst,
+              store_lane, prefix: str) -> list[str]:
+    """One output of :func:`emit_output`: the DAG ``root`` stored at ``offset`` of ``ptr``."""
+    dag = ctx.an.dag
     h = ctx.helpers
-    root = an.epilogue
     lines: list[str] = []
     vec = w > 1 and vectorizable(dag, [root])
-    outs = lane_refs("out0", lanes_of(an.out_offset, out_lane_subst, w))
+    outs = lane_refs(ptr, lanes_of(offset, out_lane_subst, w))
 
     def leaf_for(l):
         def leaf(i, n):
@@ -190,7 +208,7 @@ def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_la
         val = em.emit(root)
         lines += em.lines
         sv = f"{prefix}s"
-        lines.append(f"const {vt(storage(an.out_dtype), w)} {sv} = {store_vector(h, an.out_dtype, val, w)};")
+        lines.append(f"const {vt(storage(out_dtype), w)} {sv} = {store_vector(h, out_dtype, val, w)};")
         for ll in range(w):
             lines.append(store_lane(ll, outs[ll], f"{sv}.{lane(ll)}"))
         return lines
@@ -198,7 +216,7 @@ def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_la
         em = DagEmitter(dag, h, leaf_for(ll if w > 1 else 0), 1, prefix=f"{prefix}l{ll}_")
         val = em.emit(root)
         lines += em.lines
-        lines.append(store_lane(ll, outs[ll], store_value(h, an.out_dtype, val)))
+        lines.append(store_lane(ll, outs[ll], store_value(h, out_dtype, val)))
     return lines
 
 

@@ -79,6 +79,17 @@ class Problem:
         return self.key()
 
 
+@dataclass(frozen=True)
+class Output:
+    """A second (third, ...) output of a multi-output module, computed at the primary output's coordinates."""
+    index: int                            # into module.returns()
+    name: str
+    dtype: DType
+    lens: tuple
+    offset: E.Lin                         # standard-layout offset in the kernel's variables
+    root: int                             # DAG root of its value
+
+
 @dataclass
 class Analysis:
     module: Module
@@ -105,6 +116,8 @@ class Analysis:
     rows: int = 1
     cols: int = 1
     info: dict = field(default_factory=dict)
+    # the module's other outputs (gemm and pointwise kinds), stored as out1, out2, ...
+    extra_outputs: list = field(default_factory=list)
 
 
 def _check_ops(module: Module) -> None:
@@ -128,9 +141,14 @@ def _live(module: Module) -> list:
 def analyse(module: Module) -> Analysis:
     _check_ops(module)
     rets = module.returns()
-    if len(rets) != 1:
-        raise NotSupported(f"module returns {len(rets)} values ({', '.join(rets)}); "
-                           "the code generator lowers modules with exactly one output")
+    an = _analyse(module)
+    if len(rets) != 1 + len(an.extra_outputs):
+        raise NotSupported(f"module returns {len(rets)} values ({', '.join(rets)}); a {an.problem.key_kind} "
+                           "kernel has one output (gemm and pointwise kernels store several)")
+    return an
+
+
+def _analyse(module: Module) -> Analysis:
     live = _live(module)
     if any(i.shape is not None and i.shape.elements == 0 for i in live):
         bad = next(i for i in live if i.shape.elements == 0)
@@ -229,7 +247,8 @@ def _gemm(module: Module, dot) -> Analysis:
     prob = Problem("gemm", dt.name, out.shape.dtype.name, trans[0], trans[1], g, M, N, K,
                    elements=out.shape.elements, op=dot.op)
     return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
-                    dot=dot.name, a_root=a_root, b_root=b_root, acc_dtype=dot.shape.dtype, batch_lens=batch)
+                    dot=dot.name, a_root=a_root, b_root=b_root, acc_dtype=dot.shape.dtype, batch_lens=batch,
+                    extra_outputs=_gemm_extras(module, dag, dot, bidx + [m, n]))
 
 
 def _epilogue(module: Module, dag: Dag, anchor_ins, acc_idx: list, what: str):
@@ -247,7 +266,36 @@ def _epilogue(module: Module, dag: Dag, anchor_ins, acc_idx: list, what: str):
         return dag.add(Node("acc", anchor_ins.shape.dtype, op=anchor_ins.name))
 
     out_idx = phi[ret]
-    return ret, out_idx, Builder(module, anchors={anchor_ins.name: anchor}, dag=dag).value(ret, out_idx)
+    b = Builder(module, anchors={anchor_ins.name: anchor}, dag=dag)
+    return ret, out_idx, b.value(ret, out_idx)
+
+
+def _extra_outputs(module: Module, value, index_of) -> list:
+    """The module's outputs after the first, each computed by ``value(name, idx)`` at ``index_of(name)``
+    (None: not at the kernel's coordinates, then the module is not lowered)."""
+    out = []
+    for i, r in enumerate(module.returns()[1:], start=1):
+        idx = index_of(r)
+        if idx is None:
+            return out
+        ins = module.get(r)
+        out.append(Output(i, r, ins.shape.dtype, tuple(ins.shape.lens), linearize(idx, ins.shape.lens),
+                          value(r, idx)))
+    return out
+
+
+def _gemm_extras(module: Module, dag: Dag, anchor_ins, acc_idx: list) -> list:
+    if len(module.returns()) == 1:
+        return []
+    phi = forward_map(module, anchor_ins.name, acc_idx)
+
+    def anchor(idx):
+        if not same_index(idx, acc_idx):
+            raise NotSupported(f"{anchor_ins.name} = {anchor_ins.op}: its result is read at a different index "
+                               "than the one computed")
+        return dag.add(Node("acc", anchor_ins.shape.dtype, op=anchor_ins.name))
+    b = Builder(module, anchors={anchor_ins.name: anchor}, dag=dag)
+    return _extra_outputs(module, b.value, phi.get)
 
 
 def _transposed(dag: Dag, root: int, inner: str, outer: str, ext_in: int) -> bool:
@@ -338,7 +386,8 @@ def _conv(module: Module, conv) -> Analysis:
                    elements=out.shape.elements, op=conv.op, conv=tuple(sorted(key.items())))
     return Analysis(module, "gemm", prob, dag, ret, out.shape.dtype, out.shape.lens,
                     linearize(out_idx, out.shape.lens), root, dot=conv.name, a_root=a_root, b_root=b_root,
-                    acc_dtype=out_shape.dtype, batch_lens=(G,))
+                    acc_dtype=out_shape.dtype, batch_lens=(G,),
+                    extra_outputs=_gemm_extras(module, dag, conv, [ni, gb * Kg + m] + o))
 
 
 # ----------------------------------------------------------- pointwise ----
@@ -359,17 +408,21 @@ def _pointwise(module: Module) -> Analysis:
         root = Builder(module, dag=dag).value(ret, idx)
         ok = all(E.coeff(dag.nodes[i].offset, "c") is not None
                  for i in dag.reachable([root]) if dag.nodes[i].kind in ("load", "table"))
-        cand = (dag, root, R, C, linearize(idx, lens))
+        cand = (dag, root, R, C, linearize(idx, lens), idx)
         if best is None or ok:
             best = cand
         if ok:
             break
-    dag, root, R, C, off = best
+    dag, root, R, C, off, idx = best
+    # the other outputs at the same element (when their lens are the first output's)
+    b = Builder(module, dag=dag)
+    extras = _extra_outputs(module, b.value, lambda r: idx if tuple(module.get(r).shape.lens) == lens else None)
     first = _first_load(dag, root)
     dt = first.dtype.name if first is not None else out.shape.dtype.name
     prob = Problem("pointwise", dt, out.shape.dtype.name, elements=out.shape.elements, outer=R, reduce_len=C,
                    op="pointwise")
-    return Analysis(module, "pointwise", prob, dag, ret, out.shape.dtype, lens, off, root, rows=R, cols=C)
+    return Analysis(module, "pointwise", prob, dag, ret, out.shape.dtype, lens, off, root, rows=R, cols=C,
+                    extra_outputs=extras)
 
 
 # -------------------------------------------------------------- reduce ----

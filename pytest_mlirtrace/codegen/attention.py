@@ -73,7 +73,8 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
     # ---- epilogue: the second gemm's result at (gb, m, d), then the ops after it
     L.append(f"for (int q = 0; q < {DT}; ++q) {{")
     L.append("  const int d = dc + q;")
-    L.append(f"  if (d >= {D}) break;")
+    if "attention_d_edge" not in faults:      # [fault hook] attention_d_edge: no guard at the row's end
+        L.append(f"  if (d >= {D}) break;")
     L.append("  const float ov = acc[q] / sm;" if softmax else "  const float ov = acc[q];")
 
     def acc_value(w, l):

@@ -40,10 +40,21 @@ FAULTS: dict[str, str] = {
         "convolution: the input channels' group offset is dropped, so every group reads group 0's channels "
         "(the weights still take their group's). Fires only with group > 1 (grouped and depthwise convs); "
         "group 1 and non-conv kernels (a batched gemm's batch offset included) are unaffected.",
+    "softmax_no_rescale":
+        "attention: the online softmax does not rescale the accumulators when a row's running maximum grows, "
+        "so the values summed before a new maximum keep their old, larger weight (wrong numbers). Fires when a "
+        "row's scores are not in decreasing order and differ enough for exp(old max - new max) to matter; "
+        "gemm-gemm kernels and a row whose first score is its maximum are unaffected.",
+    "attention_d_edge":
+        "attention and gemm-gemm: the last work-item of a row stores all its DPerThread columns without the "
+        "d < D guard, past the row's end into the next row (or past the output buffer). Fires when D % "
+        "DPerThread != 0.",
 }
 
 #: faults that only change convolution kernels (implicit gemms); the others change every gemm kernel
 CONV_FAULTS = frozenset({"conv_pad_edge", "conv_group_stride"})
+#: faults that only change attention / gemm-gemm kernels
+ATTENTION_FAULTS = frozenset({"softmax_no_rescale", "attention_d_edge"})
 
 
 def parse_inject(inject) -> frozenset[str]:

@@ -252,7 +252,9 @@ class Builder:
         (batch, kv, n) with a loop variable ``kv`` of its own."""
         a, b = self.m.get(ins.inputs[0]), self.m.get(ins.inputs[1])
         K = a.shape.lens[-1]
-        kname = f"kd{len(self.dag.nodes)}"
+        # named for the instruction: the same dot built twice (the softmax's numerator and its sum) is
+        # one node
+        kname = "kd_" + "".join(c if c.isalnum() else "_" for c in ins.name)
         kv = E.var(kname, K)
         batch, mi, ni = list(idx[:-2]), idx[-2], idx[-1]
         ar = self.value(a.name, batch + [mi, kv])

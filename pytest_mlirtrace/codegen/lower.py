@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir import Module
 from .errors import LoweringError, NotSupported
-from .faults import CONV_FAULTS, parse_inject
+from .faults import ATTENTION_FAULTS, CONV_FAULTS, parse_inject
 from .attention import lower_attention
 from .gemm import lower_gemm
 from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name
@@ -47,7 +47,8 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
     else:  # pragma: no cover - analyse only returns the kinds above
         raise NotSupported(f"kernel kind {an.kind!r}")
     active = tuple(sorted(f for f in faults if (an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS)
-                          and (an.problem.conv or f not in CONV_FAULTS)))
+                          and (an.problem.conv or f not in CONV_FAULTS)
+                          and (an.kind == "attention" or f not in ATTENTION_FAULTS)))
     name = c_name(module.symbol_name())
     source = assemble(ctx, module, solution, active, name, attrs, body)
     if any(int(g) <= 0 for g in gsize):

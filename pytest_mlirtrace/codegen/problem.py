@@ -503,15 +503,18 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
     if d1.name == b2.name or d1.name in _ancestors(module, b2.name):
         raise NotSupported(f"{d1.name} = {d1.op} feeds the second operand of {d2.name} = {d2.op}: only the "
                            "first operand (the attention probabilities) may come from the first gemm")
-    others = [r for r in reds if r.op != "softmax"]
-    sms = [r for r in reds if r.op == "softmax"]
-    if others or len(sms) > 1:
-        bad = (others or sms)[0]
-        raise NotSupported(f"{bad.name} = {bad.op} between the gemms {d1.name} and {d2.name}: only one softmax "
-                           "(attention) or pointwise ops and views (gemm-gemm) are fused between two gemms")
-    sm = sms[0] if sms else None
-    if sm is not None and not (d1.name in _ancestors(module, sm.name) and sm.name in _ancestors(module, d2.name)):
-        raise NotSupported(f"{sm.name} = softmax is not between the gemms {d1.name} and {d2.name}")
+    ops = sorted(r.op for r in reds)
+    if ops not in ([], ["softmax"], ["reduce_max", "reduce_sum"]):
+        bad = next((r for r in reds if r.op not in ("softmax", "reduce_max", "reduce_sum")), reds[0])
+        raise NotSupported(f"{bad.name} = {bad.op} between the gemms {d1.name} and {d2.name}: only a softmax "
+                           "(the op, or reduce_max/sub/exp/reduce_sum/div) for attention, or pointwise ops and "
+                           "views (gemm-gemm) are fused between two gemms")
+    for r in reds:
+        if not (d1.name in _ancestors(module, r.name) and r.name in _ancestors(module, d2.name)):
+            raise NotSupported(f"{r.name} = {r.op} is not between the gemms {d1.name} and {d2.name}")
+    if reds and reds[0].op != "softmax":
+        return _decomposed_attention(module, d1, d2, reds)
+    sm = reds[0] if reds else None
     lens = d2.shape.lens
     batch = tuple(lens[:-2])
     M, D = lens[-2], lens[-1]
@@ -520,7 +523,7 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
     g = int(prod(batch)) if batch else 1
     gb = E.var("gb", g)
     bidx = delinearize(gb, batch) if batch else []
-    m, n1, d = E.var("m", M), E.var("n1", N1), E.var("d", D)
+    m, n1 = E.var("m", M), E.var("n1", N1)
     dag = Dag()
     seen: list = []
 
@@ -532,7 +535,6 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
 
     anchors = {sm.name: at_softmax} if sm is not None else {}
     p_root = Builder(module, anchors=anchors, dag=dag, inline_dots=True).value(a2.name, bidx + [m, n1])
-    v_root = Builder(module, dag=dag).value(b2.name, bidx + [n1, d])
     x_root = p_root
     if sm is not None:
         sidx = seen[0]
@@ -548,6 +550,87 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
                 raise NotSupported(f"{nd.op or nd.kind} between {sm.name} = softmax and {d2.name} = {d2.op}: "
                                    "only conversions may follow the softmax of an attention")
         x_root = Builder(module, dag=dag, inline_dots=True).value(sm.inputs[0], sidx)
+    return _attention_analysis(module, d1, d2, dag, x_root, p_root, sm is not None, sm.name if sm else "",
+                               (g, M, N1, K, D), bidx)
+
+
+def _reduced_at(red, idx: list, n1) -> list:
+    """The index of a reduction's input where its (single) reduced axis runs over ``n1``, given the index
+    at which its result is read; NotSupported when that is not a reduction over the columns."""
+    axes = [a % len(idx) for a in red.attrs.get("axes", [])]
+    if len(axes) != 1 or idx[axes[0]].key() != E.ZERO.key() or any("n1" in x.vars() for x in idx):
+        raise NotSupported(f"{red.name} = {red.op}: not a reduction over the columns of the first gemm "
+                           "(the attention scores' rows)")
+    out = list(idx)
+    out[axes[0]] = n1
+    return out
+
+
+def _through_converts(dag: Dag, i: int) -> int:
+    while dag.nodes[i].kind == "op" and dag.nodes[i].op == "convert":
+        i = dag.nodes[i].args[0]
+    return i
+
+
+def _decomposed_attention(module: Module, d1, d2, reds) -> Analysis:
+    """Attention whose softmax MIGraphX wrote out: ``e = exp(x - reduce_max(x)); p = e / reduce_sum(e)``
+    (the form of its fuse_attention pass), recognised on the folded DAG: the sum must reduce the very
+    values the division divides, and the exponent subtract the maximum of the very values it exponentiates."""
+    rmax = next(r for r in reds if r.op == "reduce_max")
+    rsum = next(r for r in reds if r.op == "reduce_sum")
+    a2 = module.get(d2.inputs[0])
+    lens = d2.shape.lens
+    batch = tuple(lens[:-2])
+    M, D = lens[-2], lens[-1]
+    N1 = a2.shape.lens[-1]
+    K = module.get(d1.inputs[0]).shape.lens[-1]
+    g = int(prod(batch)) if batch else 1
+    bidx = delinearize(E.var("gb", g), batch) if batch else []
+    m, n1 = E.var("m", M), E.var("n1", N1)
+    dag = Dag()
+    seen: dict[str, list] = {}
+
+    def at(red):
+        def cb(idx):
+            if red.name in seen and not same_index(idx, seen[red.name]):
+                raise NotSupported(f"{red.name} = {red.op}: read at two different indices")
+            seen[red.name] = idx
+            return dag.add(Node("acc", red.shape.dtype, op=red.name))
+        return cb
+    anchors = {rmax.name: at(rmax), rsum.name: at(rsum)}
+    b = Builder(module, anchors=anchors, dag=dag, inline_dots=True)
+    p_root = b.value(a2.name, bidx + [m, n1])
+    why = f"the ops between {d1.name} and {d2.name} are not a softmax (exp(x - max) / sum)"
+    div = dag.nodes[_through_converts(dag, p_root)]
+    if not (div.kind == "op" and div.op == "div" and rsum.name in seen):
+        raise NotSupported(why)
+    den = dag.nodes[_through_converts(dag, div.args[1])]
+    if not (den.kind == "acc" and den.op == rsum.name):
+        raise NotSupported(why)
+    e_root = b.value(rsum.inputs[0], _reduced_at(rsum, seen[rsum.name], n1))
+    if _through_converts(dag, e_root) != _through_converts(dag, div.args[0]):
+        raise NotSupported(why + f": {rsum.name} = reduce_sum does not sum what is divided")
+    ex = dag.nodes[_through_converts(dag, e_root)]
+    sub = dag.nodes[_through_converts(dag, ex.args[0])] if ex.kind == "op" and ex.op == "exp" else None
+    if sub is None or not (sub.kind == "op" and sub.op == "sub") or rmax.name not in seen:
+        raise NotSupported(why)
+    mx = dag.nodes[_through_converts(dag, sub.args[1])]
+    if not (mx.kind == "acc" and mx.op == rmax.name):
+        raise NotSupported(why)
+    x_root = b.value(rmax.inputs[0], _reduced_at(rmax, seen[rmax.name], n1))
+    if _through_converts(dag, x_root) != _through_converts(dag, sub.args[0]):
+        raise NotSupported(why + f": {rmax.name} = reduce_max is not the maximum of what is exponentiated")
+    return _attention_analysis(module, d1, d2, dag, sub.args[0], p_root, True, rsum.name, (g, M, N1, K, D), bidx)
+
+
+def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: int, softmax: bool, anchor: str,
+                        sizes, bidx) -> Analysis:
+    g, M, N1, K, D = sizes
+    sm = softmax
+    m, n1, d = E.var("m", M), E.var("n1", N1), E.var("d", D)
+    b2 = module.get(d2.inputs[1])
+    v_root = Builder(module, dag=dag).value(b2.name, bidx + [n1, d])
+    batch = tuple(d2.shape.lens[:-2])
     if not any(dag.nodes[i].kind == "dot" for i in dag.reachable([x_root])):
         raise NotSupported(f"{d2.name} = {d2.op}: its first operand does not read {d1.name} at the columns "
                            "it sums over")
@@ -561,14 +644,13 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
     tv = _transposed(dag, v_root, "d", "n1", D)
     out_off = linearize(out_idx, out.shape.lens)
     to = abs(_stride(out_off, "d", {})) != 1 and D > 1
-    if sm is not None:
+    if sm:
         key = dict(t=dt.name, transQ=tq, transK=tk, transV=tv, transO=to, causal=False, return_lse=False,
                    g=g, seq_len_q=M, seq_len_k=N1, head_dim_qk=K, head_dim_v=D)
     else:
         key = dict(t=dt.name, transA=tq, transB=tk, transC=tv, transO=to, g=g, m=M, n=N1, k=K, gemmO=D)
     prob = Problem("attention", dt.name, out.shape.dtype.name, tq, tk, g, M, N1, K, elements=out.shape.elements,
-                   op="attention" if sm is not None else "gemm_gemm", attn=tuple(sorted(key.items())))
+                   op="attention" if sm else "gemm_gemm", attn=tuple(sorted(key.items())))
     return Analysis(module, "attention", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
                     dot=d2.name, a_root=x_root, b_root=v_root, acc_dtype=d2.shape.dtype, batch_lens=batch,
-                    anchor=sm.name if sm is not None else "", pre_root=p_root,
-                    info={"D": D, "N1": N1, "softmax": sm is not None})
+                    anchor=anchor, pre_root=p_root, info={"D": D, "N1": N1, "softmax": sm})

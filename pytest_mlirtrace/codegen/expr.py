@@ -208,6 +208,11 @@ def fdiv(e: Lin, d: int) -> Lin:
     lo, hi = lin_range(r)
     if lo >= 0 and hi < d:
         return q
+    hi_lo = _small_part(r, d)
+    if hi_lo is not None:
+        # floor((c*x + s) / (c*d')) == floor(x / d') for 0 <= s < c
+        c, big, _ = hi_lo
+        return q + fdiv(big, d // c)
     g = gcd(_content(lin(0, r.terms)), d)
     if g > 1 and 0 <= r.const < g:
         # floor((g*x + c) / (g*d')) == floor(x / d') for 0 <= c < g
@@ -222,6 +227,21 @@ def fdiv(e: Lin, d: int) -> Lin:
     return q + Lin(0, ((FDiv(r, d), 1),))
 
 
+def _small_part(r: Lin, d: int):
+    """(c, x, s) with r == c*x + s, c > 1 a divisor of d, 0 <= s < c by range (s: the terms whose
+    coefficients c does not divide, and the constant); None when there is no such split."""
+    divs = sorted({k for i in range(2, int(d ** 0.5) + 1) if d % i == 0 for k in (i, d // i)} | {d}, reverse=True)
+    for c in divs:
+        big = [(a, k // c) for a, k in r.terms if k % c == 0]
+        if not big:
+            continue
+        small = lin(r.const, [(a, k) for a, k in r.terms if k % c != 0])
+        lo, hi = lin_range(small)
+        if lo >= 0 and hi < c:
+            return c, lin(0, big), small
+    return None
+
+
 def fmod(e: Lin, d: int) -> Lin:
     if d <= 0:
         raise ValueError("modulo by a non-positive constant")
@@ -231,6 +251,11 @@ def fmod(e: Lin, d: int) -> Lin:
     lo, hi = lin_range(r)
     if lo >= 0 and hi < d:
         return r
+    hi_lo = _small_part(r, d)
+    if hi_lo is not None and hi_lo[2].terms:
+        # (c*x + s) % (c*d') == c*(x % d') + s for 0 <= s < c
+        c, big, small = hi_lo
+        return fmod(big, d // c) * c + small
     g = gcd(_content(r), d)
     if g > 1:
         r2 = lin(r.const // g, [(a, k // g) for a, k in r.terms])

@@ -79,9 +79,19 @@ def _reduce_edges(p, limits) -> list[str]:
             f"{max(1, 1024 // tpg)},{tpg},1,1"]
 
 
+def _attention_edges(p, limits) -> list[str]:
+    D = dict(p.attn).get("head_dim_v", dict(p.attn).get("gemmO", 1))
+    rb = min(_max_wg(limits), _pow2_at_least(p.m))
+    # a DPerThread that does not divide D (the last work-item of a row has fewer columns), one that does,
+    # all of D in one work-item; rows per block not dividing m
+    odd = next((t for t in (3, 5, 7, 6, 4, 2) if t < D and D % t), 1)
+    return ["1,1,1", f"1,{D},1", f"{rb},{odd},1", f"{rb},{odd},8", f"3,{max(1, D // 2)},4", f"{rb},1,1"]
+
+
 def edge_solutions(problem, limits=None) -> list:
     """The edge-case solutions of ``problem`` that are applicable on ``limits`` (no duplicates)."""
-    texts = {"gemm": _gemm_edges, "pointwise": _pointwise_edges}.get(problem.kind, _reduce_edges)(problem, limits)
+    texts = {"gemm": _gemm_edges, "pointwise": _pointwise_edges,
+             "attention": _attention_edges}.get(problem.kind, _reduce_edges)(problem, limits)
     out, seen = [], set()
     for t in texts:
         try:
@@ -146,8 +156,9 @@ def solutions(problem, limits=None, edge_cases: bool = True) -> st.SearchStrateg
 
 
 #: the kernel kind (``codegen.KINDS``) each graph kind lowers to: a convolution is an implicit gemm
-KERNEL_KIND = {"pointwise": "pointwise", "reduce": "reduce", "softmax": "softmax", "gemm": "gemm", "conv": "gemm"}
-#: what the code generator lowers (no attention)
+KERNEL_KIND = {"pointwise": "pointwise", "reduce": "reduce", "softmax": "softmax", "gemm": "gemm", "conv": "gemm",
+               "attention": "attention"}
+#: what the code generator lowers
 SUPPORTED_KINDS = tuple(k for k in ALL_KINDS if KERNEL_KIND.get(k) in codegen.KINDS)
 
 

@@ -6,7 +6,7 @@ them, P is computed with an online softmax: each work-item keeps the running max
 and rescales its accumulators when the maximum grows, so S is computed once per (row, n1) and never
 stored; the division by the sum comes last.  Masks, biases and scales before the softmax are part of
 the score DAG (a ``where`` with ``-inf`` masks a position out; a row masked out entirely gives NaN, as
-the oracle's 0/0 does).
+the oracle's 0/0 does).  A causal mask (:mod:`.masks`) also ends each row's key loop at the diagonal.
 
 One work-item owns one row ``m`` and DPerThread consecutive output columns ``d`` (accumulators in
 private memory); the work-group is RowsPerBlock consecutive rows (they read the same K and V elements
@@ -38,7 +38,15 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
     L.append(f"for (int q = 0; q < {DT}; ++q) acc[q] = 0.0f;")
     if softmax:
         L.append("float mx = -INFINITY, sm = 0.0f;")
-    L.append(f"for (int n1 = 0; n1 < {N1}; ++n1) {{")
+    causal = an.info.get("causal")
+    if causal is not None:
+        # a causal mask: the keys past the diagonal are -inf (weight 0): each row stops there
+        # [fault hook] causal_edge: the row stops one key early, dropping the diagonal
+        edge = causal if "causal_edge" not in faults else causal - 1
+        L.append(f"const int n1end = MINI({N1}, m + {edge + 1});")
+    else:
+        L.append(f"const int n1end = {N1};")
+    L.append("for (int n1 = 0; n1 < n1end; ++n1) {")
     em = DagEmitter(dag, h, leaf, 1, prefix="s")
     x = em.emit(an.a_root)
     L += ["  " + s for s in em.lines]

@@ -49,12 +49,16 @@ FAULTS: dict[str, str] = {
         "attention and gemm-gemm: the last work-item of a row stores all its DPerThread columns without the "
         "d < D guard, past the row's end into the next row (or past the output buffer). Fires when D % "
         "DPerThread != 0.",
+    "causal_edge":
+        "attention with a causal mask: each row's key loop ends one key before the diagonal (the mask is "
+        "right, the loop bound that skips the masked keys is off by one), so the diagonal key's score is "
+        "dropped. Fires on every causal attention; unmasked attention and gemm-gemm are unaffected.",
 }
 
 #: faults that only change convolution kernels (implicit gemms); the others change every gemm kernel
 CONV_FAULTS = frozenset({"conv_pad_edge", "conv_group_stride"})
 #: faults that only change attention / gemm-gemm kernels
-ATTENTION_FAULTS = frozenset({"softmax_no_rescale", "attention_d_edge"})
+ATTENTION_FAULTS = frozenset({"softmax_no_rescale", "attention_d_edge", "causal_edge"})
 
 
 def parse_inject(inject) -> frozenset[str]:

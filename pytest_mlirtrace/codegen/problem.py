@@ -17,6 +17,7 @@ from ..vocab.problem_key import format_problem_key
 from . import expr as E
 from .errors import LoweringError, NotSupported
 from .graph import Builder, Dag, Node, delinearize, forward_map, linearize, same_index
+from .masks import causal_offset
 
 KINDS = ("gemm", "pointwise", "reduce", "softmax", "attention")
 #: the migraphx ops the code generator lowers (views are folded into index maps)
@@ -644,8 +645,10 @@ def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: i
     tv = _transposed(dag, v_root, "d", "n1", D)
     out_off = linearize(out_idx, out.shape.lens)
     to = abs(_stride(out_off, "d", {})) != 1 and D > 1
+    causal = causal_offset(dag, x_root, g, M, N1) if sm else None
     if sm:
-        key = dict(t=dt.name, transQ=tq, transK=tk, transV=tv, transO=to, causal=False, return_lse=False,
+        key = dict(t=dt.name, transQ=tq, transK=tk, transV=tv, transO=to, causal=causal is not None,
+                   return_lse=False,
                    g=g, seq_len_q=M, seq_len_k=N1, head_dim_qk=K, head_dim_v=D)
     else:
         key = dict(t=dt.name, transA=tq, transB=tk, transC=tv, transO=to, g=g, m=M, n=N1, k=K, gemmO=D)
@@ -653,4 +656,4 @@ def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: i
                    op="attention" if sm else "gemm_gemm", attn=tuple(sorted(key.items())))
     return Analysis(module, "attention", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
                     dot=d2.name, a_root=x_root, b_root=v_root, acc_dtype=d2.shape.dtype, batch_lens=batch,
-                    anchor=anchor, pre_root=p_root, info={"D": D, "N1": N1, "softmax": sm})
+                    anchor=anchor, pre_root=p_root, info={"D": D, "N1": N1, "softmax": sm, "causal": causal})

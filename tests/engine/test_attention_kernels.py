@@ -16,7 +16,8 @@ from ..corpus import ROCMLIR
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "attention"
 ALL = sorted(p.name for p in DATA.glob("*.mlir"))
-QUICK = ["decomposed_softmax_f16.mlir", "kv_cache_mask_f32.mlir", "gemm_two_outputs_f32.mlir"]
+QUICK = ["decomposed_softmax_f16.mlir", "kv_cache_mask_f32.mlir", "gemm_two_outputs_f32.mlir",
+         "causal_offset_f32.mlir"]
 
 
 def _load(name: str):
@@ -24,6 +25,7 @@ def _load(name: str):
 
 
 KINDS = {  # what each test module is, as the code generator sees it
+    "causal_offset_f32.mlir": ("attention", "attention"),
     "decomposed_softmax_f16.mlir": ("attention", "attention"),
     "gqa_bias_f16.mlir": ("attention", "attention"),
     "kv_cache_mask_f32.mlir": ("attention", "attention"),
@@ -45,7 +47,8 @@ def test_kind_and_key(name):
     p = codegen.problem_of(module)
     assert (p.kind, p.key_kind) == KINDS[name]
     if p.key_kind == "attention":
-        assert " -causal false -return_lse false -g " in p.key() and "-seq_len_k" in p.key()
+        causal = "true" if name.startswith("causal") else "false"
+        assert f" -causal {causal} -return_lse false -g " in p.key() and "-seq_len_k" in p.key()
     if p.key_kind == "gemm_gemm":
         assert p.key().endswith("-m 20 -n 28 -k 12 -gemmO 36") and "-transC true" in p.key()
 
@@ -101,6 +104,20 @@ def test_the_mask_matters(device, tuning_db):
     assert np.abs(outs[0] - outs[1]).max() > 1e-2
 
 
+def test_causal_masks_are_recognised_by_their_values():
+    """-causal true only for a mask that is exactly ``key > query + offset``: the same module with the query
+    iota shifted by one more than the keys allow, or with a non-causal pattern, is not causal."""
+    from pytest_mlirtrace.codegen.masks import causal_offset
+
+    module, _ = _load("causal_offset_f32.mlir")
+    an = codegen.analyse(module)
+    assert an.info["causal"] == 6 and causal_offset(an.dag, an.a_root, 3, 4, 10) == 6
+    lit = next(i for i in module.instructions if i.op == "@literal" and i.literal.size == 4)
+    lit.literal = np.array([6, 8, 7, 9], dtype=lit.literal.dtype)       # no longer one offset for all rows
+    assert codegen.analyse(module).info["causal"] is None
+    assert "-causal false" in codegen.problem_of(module).key()
+
+
 @pytest.mark.parametrize("fault,solution,fires", [
     ("softmax_no_rescale", "16,4,4", True),
     ("attention_d_edge", "16,4,4", False),        # D = 20: DPerThread 4 divides it
@@ -111,6 +128,14 @@ def test_planted_attention_faults(fault, solution, fires, device, tuning_db):
     res = Pipeline(device, database=tuning_db, inject=fault).run(module, mlir_text=mlir_text, solution=solution,
                                                                  seed=3)
     assert (res.status != "ok") == fires, (res.status, res.detail[:200])
+
+
+@pytest.mark.parametrize("name,fires", [("causal_offset_f32.mlir", True), ("kv_cache_mask_f32.mlir", False)])
+def test_planted_causal_edge(name, fires, device, tuning_db):
+    """causal_edge changes only causal attention (the kv-cache module's mask is a parameter: not causal)."""
+    module, mlir_text = _load(name)
+    res = Pipeline(device, database=tuning_db, inject="causal_edge").run(module, mlir_text=mlir_text, seed=3)
+    assert (res.status == "wrong") == fires, (res.status, res.detail[:200])
 
 
 # ------------------------------------------------------------------------------------------- the corpus --

@@ -14,7 +14,7 @@ in the same order).  Solution fields: :mod:`.solution`.
 """
 from __future__ import annotations
 
-from .cgen import DagEmitter, compute
+from .cgen import DagEmitter, compute, round_to, store_value
 from .kernel import Ctx, emit_output, render
 
 
@@ -93,8 +93,22 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
 
     def store(ll, target, val):
         return f"{target} = {val};"
-    L += ["  " + s for s in emit_output(ctx, acc_value, 1, {}, subst, subst, store, "o")]
+    L += ["  " + s for s in emit_output(ctx, acc_value, 1, {}, subst, subst, store, "o", only_primary=True)]
     L.append("}")
+    if an.extra_outputs:
+        # the row's log-sum-exp (or any value of the softmax's maximum and sum), stored once per row
+        L.append("if (dc == 0) {")
+        for j, x in enumerate(an.extra_outputs, start=1):
+            def lse_leaf(i, n):
+                if n.kind == "acc":
+                    v = "mx" if dag.nodes[i].op == an.info["max_name"] else "sm"
+                    return round_to(h, n.dtype, v)
+                return leaf(i, n)
+            el = DagEmitter(dag, h, lse_leaf, 1, prefix=f"l{j}_")
+            val = el.emit(x.root)
+            L += ["  " + s for s in el.lines]
+            L.append(f"  out{j}[{render(x.offset, {}, {})}] = {store_value(h, x.dtype, val)};")
+        L.append("}")
     attrs = f"__attribute__((reqd_work_group_size({RB}, 1, 1)))"
     gx = -(-M // RB) * RB
     gy = -(-D // DT)

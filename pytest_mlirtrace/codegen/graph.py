@@ -262,9 +262,10 @@ class Builder:
         return self.dag.add(Node("dot", ins.shape.dtype, args=(ar, br), op=kname, value=int(K)))
 
 
-def forward_map(module: Module, anchor: str, anchor_idx: list[E.Lin]) -> dict[str, list[E.Lin]]:
+def forward_map(module: Module, anchor: str, anchor_idx: list[E.Lin], strict: bool = True) -> dict[str, list[E.Lin]]:
     """For each value reached from ``anchor`` through views and pointwise ops: its index as a function
-    of the anchor's index (the coordinates the kernel iterates over)."""
+    of the anchor's index (the coordinates the kernel iterates over).  ``strict``: any other op using
+    such a value raises NotSupported (else it is skipped, with what only it reaches)."""
     phi: dict[str, list[E.Lin]] = {anchor: list(anchor_idx)}
     seen = False
     for ins in module.instructions:
@@ -277,10 +278,14 @@ def forward_map(module: Module, anchor: str, anchor_idx: list[E.Lin]) -> dict[st
         if not src:
             continue
         if ins.op in VIEW_OPS:
-            phi[ins.name] = view_forward(ins, module.get(src[0]).shape.lens, phi[src[0]])
+            try:
+                phi[ins.name] = view_forward(ins, module.get(src[0]).shape.lens, phi[src[0]])
+            except NotSupported:
+                if strict:
+                    raise
         elif ins.op in POINTWISE_OPS:
             phi[ins.name] = phi[src[0]]
-        else:
+        elif strict:
             raise NotSupported(f"{ins.name} = {ins.op}: {ins.op!r} uses the result of {anchor}; only "
                                "pointwise ops and views may follow it in one fused kernel")
     return phi

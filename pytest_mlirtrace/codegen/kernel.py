@@ -163,7 +163,7 @@ def assemble(ctx: Ctx, module: Module, solution, faults, kernel_name: str, attrs
 
 # ------------------------------------------------------------ epilogue --
 def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_lane_subst, store_lane,
-                prefix: str) -> list[str]:
+                prefix: str, only_primary: bool = False) -> list[str]:
     """Compute the output DAG for ``w`` lanes and store them.
 
     ``acc_value(w, l)`` -> C expr of the anchor value (vector when l is None, lane l otherwise, compute type).
@@ -174,7 +174,8 @@ def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_la
     """
     an = ctx.an
     lines: list[str] = []
-    targets = [(an.epilogue, an.out_offset, an.out_dtype)] + [(x.root, x.offset, x.dtype) for x in an.extra_outputs]
+    targets = [(an.epilogue, an.out_offset, an.out_dtype)] + (
+        [] if only_primary else [(x.root, x.offset, x.dtype) for x in an.extra_outputs])
     for j, (root, offset, dt) in enumerate(targets):
         lines += _emit_one(ctx, root, offset, dt, f"out{j}", acc_value, w, lane_subst, out_lane_subst, store_lane,
                            prefix if j == 0 else f"{prefix}{j}_")

@@ -252,10 +252,11 @@ def _gemm(module: Module, dot) -> Analysis:
                     extra_outputs=_gemm_extras(module, dag, dot, bidx + [m, n]))
 
 
-def _epilogue(module: Module, dag: Dag, anchor_ins, acc_idx: list, what: str):
+def _epilogue(module: Module, dag: Dag, anchor_ins, acc_idx: list, what: str, ret: str | None = None):
     """(output name, its index in the kernel's variables, the DAG root of its value) of a gemm-like anchor
-    (a dot, a convolution) computed at ``acc_idx``, with the views and pointwise ops that follow it."""
-    ret = module.returns()[0]
+    (a dot, a convolution) computed at ``acc_idx``, with the views and pointwise ops that follow it.
+    ``ret``: which output (default the first)."""
+    ret = ret or module.returns()[0]
     phi = forward_map(module, anchor_ins.name, acc_idx)
     if ret not in phi:
         raise NotSupported(f"the output {ret} does not use the {what} {anchor_ins.name}")
@@ -621,11 +622,41 @@ def _decomposed_attention(module: Module, d1, d2, reds) -> Analysis:
     x_root = b.value(rmax.inputs[0], _reduced_at(rmax, seen[rmax.name], n1))
     if _through_converts(dag, x_root) != _through_converts(dag, sub.args[0]):
         raise NotSupported(why + f": {rmax.name} = reduce_max is not the maximum of what is exponentiated")
-    return _attention_analysis(module, d1, d2, dag, sub.args[0], p_root, True, rsum.name, (g, M, N1, K, D), bidx)
+    lse = (rmax, rsum, seen, anchors)
+    return _attention_analysis(module, d1, d2, dag, sub.args[0], p_root, True, rsum.name, (g, M, N1, K, D), bidx,
+                               lse)
+
+
+def _lse_outputs(module: Module, dag: Dag, primary: str, lse) -> list:
+    """The outputs besides the attention's result: values of the softmax's maximum and sum (the log-sum-exp
+    a split-KV attention returns), each at the row's coordinates (gb, m)."""
+    rets = module.returns()
+    if len(rets) == 1:
+        return []
+    if lse is None:
+        raise NotSupported(f"an attention returning {len(rets)} values: only the softmax written out "
+                           "(reduce_max ... reduce_sum) gives values besides the result (the log-sum-exp)")
+    rmax, rsum, seen, anchors = lse
+    phi = forward_map(module, rsum.name, seen[rsum.name], strict=False)
+    phi.update({k: v for k, v in forward_map(module, rmax.name, seen[rmax.name], strict=False).items()
+                if k not in phi})
+    b = Builder(module, anchors=anchors, dag=dag)
+    out = []
+    for i, r in enumerate(rets):
+        if r == primary:
+            continue
+        idx = phi.get(r)
+        if idx is None or any(v in x.vars() for x in idx for v in ("n1", "d")):
+            raise NotSupported(f"output {r} of the attention is neither its result nor computed per row from "
+                               f"its softmax's maximum and sum ({rmax.name}, {rsum.name})")
+        ins = module.get(r)
+        out.append(Output(i, r, ins.shape.dtype, tuple(ins.shape.lens), linearize(idx, ins.shape.lens),
+                          b.value(r, idx)))
+    return out
 
 
 def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: int, softmax: bool, anchor: str,
-                        sizes, bidx) -> Analysis:
+                        sizes, bidx, lse=None) -> Analysis:
     g, M, N1, K, D = sizes
     sm = softmax
     m, n1, d = E.var("m", M), E.var("n1", N1), E.var("d", D)
@@ -635,7 +666,8 @@ def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: i
     if not any(dag.nodes[i].kind == "dot" for i in dag.reachable([x_root])):
         raise NotSupported(f"{d2.name} = {d2.op}: its first operand does not read {d1.name} at the columns "
                            "it sums over")
-    ret, out_idx, root = _epilogue(module, dag, d2, bidx + [m, d], "gemm")
+    ret, out_idx, root = _epilogue(module, dag, d2, bidx + [m, d], "gemm", ret=_primary(module, d2))
+    extras = _lse_outputs(module, dag, ret, lse) if sm else []
     out = module.get(ret)
     dt = module.get(d1.inputs[0]).shape.dtype
     dot_node = next(dag.nodes[i] for i in dag.reachable([x_root]) if dag.nodes[i].kind == "dot")
@@ -648,7 +680,7 @@ def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: i
     causal = causal_offset(dag, x_root, g, M, N1) if sm else None
     if sm:
         key = dict(t=dt.name, transQ=tq, transK=tk, transV=tv, transO=to, causal=causal is not None,
-                   return_lse=False,
+                   return_lse=bool(extras),
                    g=g, seq_len_q=M, seq_len_k=N1, head_dim_qk=K, head_dim_v=D)
     else:
         key = dict(t=dt.name, transA=tq, transB=tk, transC=tv, transO=to, g=g, m=M, n=N1, k=K, gemmO=D)
@@ -656,4 +688,12 @@ def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: i
                    op="attention" if sm else "gemm_gemm", attn=tuple(sorted(key.items())))
     return Analysis(module, "attention", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
                     dot=d2.name, a_root=x_root, b_root=v_root, acc_dtype=d2.shape.dtype, batch_lens=batch,
-                    anchor=anchor, pre_root=p_root, info={"D": D, "N1": N1, "softmax": sm, "causal": causal})
+                    anchor=anchor, pre_root=p_root,
+                    info={"D": D, "N1": N1, "softmax": sm, "causal": causal, "max_name": lse[0].name if lse else ""},
+                    extra_outputs=extras)
+
+
+def _primary(module: Module, d2) -> str:
+    """The returned value computed from the second gemm (the first such one)."""
+    phi = forward_map(module, d2.name, [E.ZERO] * len(d2.shape.lens), strict=False)
+    return next((r for r in module.returns() if r in phi), module.returns()[0])

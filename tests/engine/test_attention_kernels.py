@@ -26,6 +26,7 @@ def _load(name: str):
 
 KINDS = {  # what each test module is, as the code generator sees it
     "causal_offset_f32.mlir": ("attention", "attention"),
+    "split_kv_lse_f32.mlir": ("attention", "attention"),
     "decomposed_softmax_f16.mlir": ("attention", "attention"),
     "gqa_bias_f16.mlir": ("attention", "attention"),
     "kv_cache_mask_f32.mlir": ("attention", "attention"),
@@ -48,7 +49,8 @@ def test_kind_and_key(name):
     assert (p.kind, p.key_kind) == KINDS[name]
     if p.key_kind == "attention":
         causal = "true" if name.startswith("causal") else "false"
-        assert f" -causal {causal} -return_lse false -g " in p.key() and "-seq_len_k" in p.key()
+        lse = "true" if "lse" in name else "false"
+        assert f" -causal {causal} -return_lse {lse} -g " in p.key() and "-seq_len_k" in p.key()
     if p.key_kind == "gemm_gemm":
         assert p.key().endswith("-m 20 -n 28 -k 12 -gemmO 36") and "-transC true" in p.key()
 
@@ -84,6 +86,22 @@ def test_large_scores_do_not_overflow(device, tuning_db):
     res = Pipeline(device, database=tuning_db, inject="").run(module, inputs=inputs)
     assert res.status == "ok", res.detail
     assert np.isfinite(res.outputs[0]).all()
+
+
+def test_split_kv_log_sum_exp(device, tuning_db):
+    """The second output of a split-KV attention is each chunk's log-sum-exp of the scores, worked out here
+    with numpy from the inputs (not from the oracle), and the first the chunk's softmax-weighted values."""
+    module, _ = _load("split_kv_lse_f32.mlir")
+    inputs = ir.random_inputs(module, 8)
+    q, k, v = (np.asarray(inputs[p.param], np.float64) for p in module.params())
+    kc, vc = k.reshape(2, 2, 24, 16), v.reshape(2, 2, 24, 8)
+    s = np.einsum("bcqd,bckd->bcqk", q, kc)
+    lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True)) + s.max(-1, keepdims=True)
+    o = np.einsum("bcqk,bckd->bcqd", np.exp(s - lse), vc)
+    res = Pipeline(device, database=tuning_db, inject="").run(module, inputs=inputs)
+    assert res.status == "ok", res.detail
+    np.testing.assert_allclose(res.outputs[1], lse, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(res.outputs[0], o, rtol=1e-4, atol=1e-5)
 
 
 def test_the_mask_matters(device, tuning_db):

@@ -15,8 +15,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir import GEMM_OPS, Instruction, Module, POINTWISE_OPS, VIEW_OPS
-from ..ir.dtypes import DType
+from ..ir import CONV_OPS, GEMM_OPS, Instruction, Module, POINTWISE_OPS, VIEW_OPS
+from ..ir.dtypes import BY_NAME, DType
+from ..ir.ops import conv_params
 from . import expr as E
 from .errors import NotSupported
 
@@ -244,6 +245,8 @@ class Builder:
             return dag.add(Node("op", ins.shape.dtype, args=args, op=ins.op, value=val))
         if self.inline_dots and ins.op in GEMM_OPS:
             return self.inline_dot(ins, idx)
+        if self.inline_dots and ins.op in CONV_OPS:
+            return self.inline_conv(ins, idx)
         raise NotSupported(f"{ins.name} = {ins.op}: {ins.op!r} cannot be fused here "
                            f"(this kernel kind takes pointwise ops and views around its anchor)")
 
@@ -259,6 +262,32 @@ class Builder:
         batch, mi, ni = list(idx[:-2]), idx[-2], idx[-1]
         ar = self.value(a.name, batch + [mi, kv])
         br = self.value(b.name, batch + [kv, ni])
+        return self.dag.add(Node("dot", ins.shape.dtype, args=(ar, br), op=kname, value=int(K)))
+
+    def inline_conv(self, ins: Instruction, idx: list[E.Lin]) -> int:
+        """The convolution ``ins`` at output index ``idx`` (n, k, spatial...) as an inline dot over its
+        window: the loop variable runs over (input channel of the group, kernel positions); a padded
+        position reads the input at a clamped index and selects 0."""
+        x, w = self.m.get(ins.inputs[0]), self.m.get(ins.inputs[1])
+        sp = x.shape.rank - 2
+        begin, _end, stride, dilation, G = conv_params(ins, sp)
+        Cg, ksp, isp = w.shape.lens[1], list(w.shape.lens[2:]), list(x.shape.lens[2:])
+        Kg = w.shape.lens[0] // G
+        K = Cg * int(prod(ksp))
+        kname = "kd_" + "".join(c if c.isalnum() else "_" for c in ins.name)
+        kv = E.var(kname, K)
+        ci, *y = delinearize(kv, [Cg] + ksp)
+        ni, ko, *o = idx
+        ar = self.value(w.name, [ko, ci] + y)
+        pos = [oj * sj + yj * dj + (-bj) for oj, yj, sj, dj, bj in zip(o, y, stride, dilation, begin)]
+        clamped = [E.clamp(p, 0, size - 1) for p, size in zip(pos, isp)]
+        br = self.value(x.name, [ni, E.fdiv(ko, Kg) * Cg + ci] + clamped)
+        xdt = x.shape.dtype
+        zero = self.dag.add(Node("const", xdt, value=0.0 if xdt.is_float else 0))
+        for p, c, size in zip(pos, clamped, isp):
+            if c.key() != p.key():
+                inb = self.dag.add(Node("inb", BY_NAME["bool"], offset=p, value=int(size)))
+                br = self.dag.add(Node("op", xdt, args=(inb, br, zero), op="where"))
         return self.dag.add(Node("dot", ins.shape.dtype, args=(ar, br), op=kname, value=int(K)))
 
 

@@ -52,7 +52,8 @@ class Problem:
         if self.conv:
             return "conv"
         if self.attn:
-            return "attention" if "seq_len_q" in dict(self.attn) else "gemm_gemm"
+            f = dict(self.attn)
+            return "attention" if "seq_len_q" in f else "conv_gemm" if "I" in f else "gemm_gemm"
         return self.kind
 
     @property
@@ -495,9 +496,9 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
     columns = the second's K), ``d`` (the second gemm's columns); the first gemm is an inline dot over
     its own K (the head dim) wherever its value is read."""
     d1, d2 = dots
-    if any(i.op in CONV_OPS for i in dots):
-        raise NotSupported(f"{d1.name} = {d1.op}, {d2.name} = {d2.op}: a convolution fused with a second "
-                           "gemm is not supported")
+    if d2.op in CONV_OPS:
+        raise NotSupported(f"{d2.name} = {d2.op} after the gemm {d1.name} = {d1.op}: a convolution as the second "
+                           "of two fused gemms is not supported")
     if d1.name not in _ancestors(module, d2.name):
         raise NotSupported(f"two independent gemms in one module ({d1.name} = {d1.op}, {d2.name} = "
                            f"{d2.op}): only a gemm feeding the next (gemm-gemm, attention) is fused")
@@ -521,7 +522,7 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
     batch = tuple(lens[:-2])
     M, D = lens[-2], lens[-1]
     N1 = a2.shape.lens[-1]
-    K = module.get(d1.inputs[0]).shape.lens[-1]
+    K = _inner_len(module, d1)
     g = int(prod(batch)) if batch else 1
     gb = E.var("gb", g)
     bidx = delinearize(gb, batch) if batch else []
@@ -556,6 +557,14 @@ def _two_gemms(module: Module, dots, reds) -> Analysis:
                                (g, M, N1, K, D), bidx)
 
 
+def _inner_len(module: Module, d1) -> int:
+    """The first gemm's K: a dot's inner dim, a convolution's window (input channels x kernel positions)."""
+    if d1.op in CONV_OPS:
+        w = module.get(d1.inputs[1]).shape.lens
+        return int(prod(w[1:]))
+    return module.get(d1.inputs[0]).shape.lens[-1]
+
+
 def _reduced_at(red, idx: list, n1) -> list:
     """The index of a reduction's input where its (single) reduced axis runs over ``n1``, given the index
     at which its result is read; NotSupported when that is not a reduction over the columns."""
@@ -585,7 +594,7 @@ def _decomposed_attention(module: Module, d1, d2, reds) -> Analysis:
     batch = tuple(lens[:-2])
     M, D = lens[-2], lens[-1]
     N1 = a2.shape.lens[-1]
-    K = module.get(d1.inputs[0]).shape.lens[-1]
+    K = _inner_len(module, d1)
     g = int(prod(batch)) if batch else 1
     bidx = delinearize(E.var("gb", g), batch) if batch else []
     m, n1 = E.var("m", M), E.var("n1", N1)
@@ -678,14 +687,25 @@ def _attention_analysis(module: Module, d1, d2, dag: Dag, x_root: int, p_root: i
     out_off = linearize(out_idx, out.shape.lens)
     to = abs(_stride(out_off, "d", {})) != 1 and D > 1
     causal = causal_offset(dag, x_root, g, M, N1) if sm else None
-    if sm:
+    if d1.op in CONV_OPS:
+        x, w = module.get(d1.inputs[0]).shape, module.get(d1.inputs[1]).shape
+        begin, _end, stride, dilation, G = conv_params(d1, x.rank - 2)
+        cf = conv_key_fields(x, w, d1.shape, begin, stride, dilation, G)
+        key = {f: cf[f] for f in ("t", "f", "I", "n", "c", "H", "W", "k", "y", "x", "p", "q", "u", "v", "l", "j",
+                                  "g")}
+        key.update(transC=tv, transO=to, gemmO=D)
+        for f in ("in_d", "fil_d", "padding_d", "conv_stride_d", "dilation_d"):
+            if f in cf:
+                key[f] = cf[f]
+    elif sm:
         key = dict(t=dt.name, transQ=tq, transK=tk, transV=tv, transO=to, causal=causal is not None,
                    return_lse=bool(extras),
                    g=g, seq_len_q=M, seq_len_k=N1, head_dim_qk=K, head_dim_v=D)
     else:
         key = dict(t=dt.name, transA=tq, transB=tk, transC=tv, transO=to, g=g, m=M, n=N1, k=K, gemmO=D)
     prob = Problem("attention", dt.name, out.shape.dtype.name, tq, tk, g, M, N1, K, elements=out.shape.elements,
-                   op="attention" if sm else "gemm_gemm", attn=tuple(sorted(key.items())))
+                   op="attention" if sm else ("conv_gemm" if d1.op in CONV_OPS else "gemm_gemm"),
+                   attn=tuple(sorted(key.items())))
     return Analysis(module, "attention", prob, dag, ret, out.shape.dtype, out.shape.lens, out_off, root,
                     dot=d2.name, a_root=x_root, b_root=v_root, acc_dtype=d2.shape.dtype, batch_lens=batch,
                     anchor=anchor, pre_root=p_root,

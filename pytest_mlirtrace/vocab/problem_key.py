@@ -22,6 +22,9 @@ becomes spaces.  The forms, by kind:
                 older keys lack ``-causal``/``-return_lse``, newer ones add ``-split_kv``, ``-num_heads_q``, ...)
 ``gemm_gemm``   ``-t f32 -transA false -transB false -transC false -transO false -g 1 -m 7 -n 7 -k 3 -gemmO 3``
                 (first gemm m x k times k x n, then times the n x gemmO third operand C)
+``conv_gemm``   ``-t f16 -f GNC01 -I NGC01 -transC false -transO false -n 1 -c 8 -H 16 -W 16 -k 16 -y 3 -x 3
+                -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -gemmO 32`` (a convolution, then a gemm with its result;
+                a 3-D convolution adds the conv key's depth fields before ``-gemmO``)
 ``pointwise``, ``reduce``, ``softmax``  (mlirtrace's own kinds: rocMLIR's keys have no form for them)
                 ``-op reduce -t f32 -out_datatype f32 -elements 3 -reduce_len 5 -outer 3 -g 1``
                 ``elements``: output elements; ``reduce_len``: elements per reduction (pointwise: row
@@ -49,9 +52,12 @@ CONV_3D_FIELDS = ("in_d", "fil_d", "padding_d", "conv_stride_d", "dilation_d")
 ATTENTION_FIELDS = ("t", "transQ", "transK", "transV", "transO", "causal", "return_lse", "g", "seq_len_q",
                     "seq_len_k", "head_dim_qk", "head_dim_v")
 GEMM_GEMM_FIELDS = ("t", "transA", "transB", "transC", "transO", "g", "m", "n", "k", "gemmO")
+CONV_GEMM_FIELDS = ("t", "f", "I", "transC", "transO", "n", "c", "H", "W", "k", "y", "x", "p", "q", "u", "v", "l", "j",
+                    "g", "gemmO")
 KEY_FIELDS: dict[str, tuple[str, ...]] = {"gemm": GEMM_FIELDS, "pointwise": FUSED_FIELDS,
                                           "reduce": FUSED_FIELDS, "softmax": FUSED_FIELDS, "conv": CONV_FIELDS,
-                                          "attention": ATTENTION_FIELDS, "gemm_gemm": GEMM_GEMM_FIELDS}
+                                          "attention": ATTENTION_FIELDS, "gemm_gemm": GEMM_GEMM_FIELDS,
+                                          "conv_gemm": CONV_GEMM_FIELDS}
 #: the operation word of a conv key, by element type
 CONV_WORDS = {"f32": "conv", "f16": "convfp16", "bf16": "convbfp16", "i8": "convint8"}
 _OWN_KINDS = ("pointwise", "reduce", "softmax")       # keyed by "-op <kind>"
@@ -120,6 +126,8 @@ class ProblemKey:
             return "attention"
         if "gemmO" in f and all(x in f for x in ("m", "n", "k")):
             return "gemm_gemm"
+        if "gemmO" in f and "I" in f:
+            return "conv_gemm"
         if all(x in f for x in ("m", "n", "k")):
             return "gemm"
         if any(x in f for x in ("H", "W", "y", "x", "in_h", "fil_h")):
@@ -190,6 +198,8 @@ def format_problem_key(kind: str, fields: Mapping[str, Any], *, arch: str | None
     names = KEY_FIELDS[kind]
     given = dict(fields)
     word = None
+    if kind == "conv_gemm":
+        names = CONV_GEMM_FIELDS[:-1] + tuple(n for n in CONV_3D_FIELDS if n in given) + CONV_GEMM_FIELDS[-1:]
     if kind == "conv":
         names = CONV_FIELDS[:-1] + tuple(n for n in CONV_3D_FIELDS if n in given) + CONV_FIELDS[-1:]
         word = CONV_WORDS.get(str(given.get("t")), f"conv{given.get('t', '')}")

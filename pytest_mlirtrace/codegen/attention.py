@@ -46,8 +46,9 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
         L.append(f"const int n1end = MINI({N1}, m + {edge + 1});")
     else:
         L.append(f"const int n1end = {N1};")
-    L.append("for (int n1 = 0; n1 < n1end; ++n1) {")
     em = DagEmitter(dag, h, leaf, 1, prefix="s")
+    L += _hoist_query(ctx, em, leaf)
+    L.append("for (int n1 = 0; n1 < n1end; ++n1) {")
     x = em.emit(an.a_root)
     L += ["  " + s for s in em.lines]
     xf = x if compute(dag.nodes[an.a_root].dtype) == "float" else f"(float)({x})"
@@ -113,6 +114,31 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
     gx = -(-M // RB) * RB
     gy = -(-D // DT)
     return L, (gx, gy, p.g), (RB, 1, 1), attrs
+
+
+#: the longest first-gemm K whose query row is kept in private memory
+MAX_HOISTED = 256
+
+
+def _hoist_query(ctx: Ctx, em: DagEmitter, leaf) -> list[str]:
+    """The first gemm's row operand (Q) does not depend on the key index: read the work-item's row once,
+    before the key loop, into a private array the inline dot then reads (``em.preset``)."""
+    dag, h = ctx.dag, ctx.helpers
+    dots = [i for i in dag.reachable([ctx.an.a_root]) if dag.nodes[i].kind == "dot"]
+    if len(dots) != 1:
+        return []
+    node = dag.nodes[dots[0]]
+    K, kv, q = int(node.value), node.op, node.args[0]
+    leaves = [dag.nodes[i] for i in dag.reachable([q]) if dag.nodes[i].offset is not None]
+    if K > MAX_HOISTED or any("n1" in nd.offset.vars() for nd in leaves) or \
+            any(dag.nodes[i].kind == "dot" for i in dag.reachable([q])):
+        return []
+    ct = compute(dag.nodes[q].dtype)
+    inner = DagEmitter(dag, h, leaf, 1, prefix="qh_")
+    v = inner.emit(q)
+    em.preset[q] = f"qh[{kv}]"
+    return ([f"{ct} qh[{K}];", f"for (int {kv} = 0; {kv} < {K}; ++{kv}) {{"] + ["  " + s for s in inner.lines]
+            + [f"  qh[{kv}] = {v};", "}"])
 
 
 __all__ = ["lower_attention"]

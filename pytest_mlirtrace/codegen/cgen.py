@@ -404,6 +404,8 @@ class DagEmitter:
         self.dag, self.h, self.leaf, self.w, self.prefix = dag, helpers, leaf, w, prefix
         self.names: dict[int, str] = {}
         self.lines: list[str] = []
+        # node -> C expression inside an inline dot's loop (an operand the caller computed before the loop)
+        self.preset: dict[int, str] = {}
 
     def _reachable(self, root: int) -> list[int]:
         """The nodes ``root`` needs outside any inline dot's loop (a dot's operands are emitted in it)."""
@@ -423,6 +425,7 @@ class DagEmitter:
         acc_t = compute(n.dtype)
         name = f"{self.prefix}{i}"
         inner = DagEmitter(self.dag, self.h, self.leaf, 1, prefix=f"{name}_")
+        inner.names.update(self.preset)
         a = inner.emit(n.args[0])
         b = inner.emit(n.args[1])
         kv = n.op

@@ -5,7 +5,9 @@ each MLIR module is linked to its module dump and benchmark block, and every run
 run on our backend — with the logged solution where it maps onto our perf-config fields, else with
 the best one a quick tune finds — and written out as a reproducer + ticket (``repro.ReproWriter``).
 What cannot run (not runnable, not supported by the code generator, over ``--max-bytes``) is listed
-with the reason, never dropped. Bytes that are not UTF-8 are reported (``LOG:LINE:COL``) and replaced:
+with the reason, never dropped. ``import-lines.json`` says what the rest of the log became: each module dump
+(and why it cannot run as printed: a compiled program, literals printed as ``{ ... }``), the count of lines of
+each kind, and every line no reader knows, with its line number (also printed under "unrecognised lines"). Bytes that are not UTF-8 are reported (``LOG:LINE:COL``) and replaced:
 a log is read whatever else it holds.
 
 Exit status: 0 every module that ran matched the oracle (what could not run is listed), 1 one failed

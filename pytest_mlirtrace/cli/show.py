@@ -11,7 +11,9 @@ string attributes its line syntax cannot hold bare (``"in put" = @param:"in put"
 
 Exit status (the contract of every command): 0 every func shown; 2 the file could not be read or
 parsed (``FILE:LINE:COL: message`` on stderr), a func is invalid, or ``--func`` names none; 3 some funcs
-use what mlirtrace does not support (the rest is shown).
+use what mlirtrace does not support (the rest is shown), or the MIGraphX text has no MLIR form (a compiled
+program's ``gpu::``/``ref::``/``hip::`` ops, literals printed as ``{ ... }``): it is shown as printed and each
+reason is on stderr (``--only migraphx`` shows it with status 0).
 """
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def _section(title: str, body: str, out) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_mlirtrace.ir.text import TextParseError, parse_module, print_module
+    from pytest_mlirtrace.ir.text import TextParseError, not_runnable, parse_module, print_module
     from pytest_mlirtrace.mlir import (FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir,
                                        symbol_ref)
 
@@ -86,6 +88,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"{source}:{e.line}:{col}: {msg}", file=err)
             return ExitCode.USAGE
         syntax = args.types or "tensor"
+        why = not_runnable(module)
+        if why:
+            # a compiled program, elided literals, kept-as-text shapes: shown as printed, no MLIR of it
+            if args.only != "mlir":
+                _section("migraphx", print_module(module), out)
+            for w in why:
+                print(f"{source}: not supported as MLIR: {w}", file=err)
+            return ExitCode.OK if args.only == "migraphx" else ExitCode.NOT_SUPPORTED
         try:
             mlir = emit_mlir(module, arch="pocl-cpu" if args.arch is None else args.arch,
                              num_cu=1 if args.num_cu is None else args.num_cu, type_syntax=syntax)

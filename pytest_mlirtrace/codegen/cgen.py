@@ -26,7 +26,8 @@ FLOAT_OPS_ONLY = ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "reci
 # ops that vector (floatN) code handles with the same semantics as the scalar code
 VECTOR_OPS = frozenset(("add", "sub", "mul", "div", "max", "min", "pow", "relu", "neg", "exp", "log",
                         "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "abs", "floor", "ceil", "recip",
-                        "convert"))
+                        "convert", "clip"))
+COMPARE_SYMBOLS = {"greater": ">", "less": "<", "equal": "==", "greater_or_equal": ">="}
 
 
 def storage(dt: DType) -> str:
@@ -142,6 +143,14 @@ def _helper_rbf(w: int, call) -> str:
     return f"static inline {F} rbf{w}({F} x) {{ return bf2f{w}(f2bf{w}(x)); }}\n"
 
 
+# 1/s correctly rounded (one Newton step on the division, which OpenCL lets be 2.5 ulp off): quantizelinear
+# rounds x * (1/s) to an integer, so one ulp can move a result by one
+_QRECIP = """static inline float qrecip(float s) {
+  const float r = 1.0f / s;
+  return (isinf(r) || r == 0.0f) ? r : fma(r, fma(-s, r, 1.0f), r);
+}
+"""
+
 _IPOW = """static inline long ipow(long a, long b) {
   long r = 1;
   for (b = b < 0 ? 0 : b; b > 0; b >>= 1) { if (b & 1) r *= a; a *= a; }
@@ -193,13 +202,13 @@ class Helpers:
         return f"({vt(res, w)})({lo}, {hi})"
 
     def text(self) -> str:
-        order = ["keep", "h2f", "f2h", "bf2f", "f2bf", "rh", "rbf", "ipow"]
+        order = ["keep", "h2f", "f2h", "bf2f", "f2bf", "rh", "rbf", "ipow", "qrecip"]
         out = []
         for name in order:
             for (n, w) in sorted(self.used, key=lambda x: (x[0], x[1])):
                 if n != name:
                     continue
-                out.append(_IPOW if n == "ipow" else _HELPERS[n](w, self.call))
+                out.append(_IPOW if n == "ipow" else _QRECIP if n == "qrecip" else _HELPERS[n](w, self.call))
         return "".join(out)
 
 
@@ -360,9 +369,25 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
         return max_min(h, op == "max", a, b, cin, w)
     if op == "pow":
         return h.call("pow", [a, b], w, cin) if is_f else f"{h.need('ipow')}({a}, {b})"
-    if op in ("greater", "less", "equal"):
-        sym = {"greater": ">", "less": "<", "equal": "=="}[op]
-        return f"(int)({a} {sym} {b})"
+    if op in COMPARE_SYMBOLS:
+        return f"(int)({a} {COMPARE_SYMBOLS[op]} {b})"
+    if op == "clip":
+        return max_min(h, False, max_min(h, True, a, b, cin, w), args[2], cin, w)
+    if op == "quantizelinear":
+        # rocMLIR: r = 1/s and y = x*r in the input's type, round half to even, saturate (to int32 first when
+        # a zero point is added); round_to then saturates to the output type
+        ft = arg_nodes[0].dtype
+        r = f"(1.0 / {b})" if compute(ft) == "double" else f"{h.need('qrecip')}({b})"
+        y = round_to(h, ft, f"({a} * {round_to(h, ft, r)})")
+        q = f"(isnan({y}) ? 0L : convert_long_sat_rte({y}))"      # NaN -> 0 (PoCL's sat conversion gives LONG_MIN)
+        return f"(clamp({q}, -2147483648L, 2147483647L) + {args[2]})" if len(args) == 3 else q
+    if op == "dequantizelinear":
+        # rocMLIR: (T(x) - T(zero point)) * scale, T the output type, each step rounded to T
+        t, ct = n.dtype, compute(n.dtype)
+        xt = round_to(h, t, f"({ct})({a})")
+        if len(args) == 3:
+            xt = round_to(h, t, f"({xt} - {round_to(h, t, f'({ct})({args[2]})')})")
+        return f"({xt} * {b})"
     if op == "where":
         c, x, y = args
         if w > 1:      # a padding select over lanes (see vectorizable): select(y, x, c != 0), split as needed

@@ -129,6 +129,10 @@ def _check_ops(module: Module) -> None:
         if ins.op in LOWERED_OPS:
             continue
         raise NotSupported(f"{ins.name} = {ins.op}: op {ins.op!r} cannot be lowered by the code generator")
+    for ins in module.instructions:
+        if ins.op == "@literal" and ins.literal is None:
+            raise NotSupported(f"{ins.name} = @literal: its values were left out of the printout "
+                               "(@literal{ ... }); nothing can run without them")
 
 
 def _live(module: Module) -> list:

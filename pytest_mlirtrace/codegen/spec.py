@@ -7,6 +7,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..ir.dtypes import dtype as _dtype
+from ..ir.reference import as_laid_out
 from .problem import Problem
 from .solution import Solution
 
@@ -66,6 +67,12 @@ def pack_input(binding: ArgBinding, logical: np.ndarray) -> np.ndarray:
     if tuple(x.shape) != tuple(binding.lens):
         raise ValueError(f"input {binding.param!r}: array of shape {list(x.shape)}, expected {list(binding.lens)}")
     x = x.astype(dt, copy=False)
+    held = as_laid_out(x, binding.lens, binding.strides)
+    if held is not x and not np.array_equal(held, x, equal_nan=x.dtype.kind in "fc"):
+        # the kernel would read other values than the oracle computes with: refuse, never "wrong numbers"
+        raise ValueError(f"input {binding.param!r}: its strides {list(binding.strides)} hold one element for "
+                         "several indices (a broadcast, stride-0 dim), but the array's values differ along them; "
+                         "make inputs with ir.random_inputs (or ir.reference.as_laid_out)")
     buf = np.zeros(max(binding.elements, 1), dtype=dt)
     if x.size == 0:
         return buf

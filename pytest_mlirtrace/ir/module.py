@@ -29,6 +29,8 @@ class Module:
     name: str | None = None              # e.g. "mlir_main:pointwise4"; prefixes instruction names when printed
     instructions: list[Instruction] = field(default_factory=list)
     target_id: bool = True               # newer MIGraphX prints ", target_id=0" after each instruction
+    # how MIGraphX printed it (ir.text.TextStyle: header, prefixes, older attribute names, ...), to print it back
+    text_style: object = field(default=None, compare=False, repr=False)
 
     # ---- lookup -------------------------------------------------------------
     def get(self, name: str) -> Instruction:
@@ -144,12 +146,26 @@ class Module:
                     raise IRError(f"{ins.name} = {ins.op}: input {i} is not defined before it")
             if ins.op in ("@param", "@literal"):
                 if ins.shape is None:
+                    ex = getattr(self.text_style, "ins", {}).get(ins.name)
+                    if ex is not None and ex.shape_text is not None:
+                        raise IRError(f"{ins.name} = {ins.op}: shape {ex.shape_text!r} is not a tensor shape here "
+                                      "(dynamic, tuple, symbolic, or an element type with no dtype here)")
                     raise IRError(f"{ins.name}: {ins.op} without a shape")
+                if ins.op == "@literal" and ins.literal is None and not self._compiled():
+                    # MIGraphX prints a literal of more than 10 elements as {{ ... }}: a program without its values
+                    raise IRError(f"{ins.name} = @literal{{ ... }}: its values were left out of the printout "
+                                  "(MIGraphX elides literals of more than 10 elements)")
             elif ins.op != "@return":
                 if any(seen[i] is None for i in ins.inputs):
                     raise IRError(f"{ins.name} = {ins.op}: an input has no value")
                 self.verify_instruction(ins)
             seen[ins.name] = ins.shape
+
+    def _compiled(self) -> bool:
+        """A compiled program (gpu::/ref::/hip:: ops): refused to run as such, whatever else it lacks."""
+        from .text import compiled_op
+
+        return any(compiled_op(i.op) for i in self.instructions)
 
     def verify_instruction(self, ins: Instruction) -> None:
         """Check one instruction against its op's shape rule (ops without a rule keep their printed shape)."""

@@ -10,8 +10,11 @@ from .shape import Shape, standard_strides
 UNARY_OPS = ("relu", "neg", "exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "abs",
              "floor", "ceil", "recip")
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
-COMPARE_OPS = ("greater", "less", "equal")
-POINTWISE_OPS = UNARY_OPS + BINARY_OPS + COMPARE_OPS + ("where", "convert")
+# greater_or_equal: in rocMLIR's dialect from January to May 2025 (then replaced by greater); MIGraphX has it
+COMPARE_OPS = ("greater", "less", "equal", "greater_or_equal")
+# the scale (and zero point) arrive broadcast to the input's lens, as in rocMLIR's migraphx dialect
+QUANT_OPS = ("quantizelinear", "dequantizelinear")
+POINTWISE_OPS = UNARY_OPS + BINARY_OPS + COMPARE_OPS + ("where", "convert", "clip") + QUANT_OPS
 REDUCE_OPS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_mean")
 GEMM_OPS = ("dot", "quant_dot")
 CONV_OPS = ("convolution", "quant_convolution")
@@ -88,6 +91,78 @@ def _where(ins, shapes):
     if shapes[0].dtype.is_float:
         raise _err(ins, f"condition must be bool or integer, got {shapes[0].dtype.migraphx}")
     return _pointwise_out(shapes, shapes[1].dtype)
+
+
+def _clip(ins, shapes):
+    """clip(x, min, max) = min(max(x, min), max); the bounds arrive broadcast to x's lens."""
+    _arity(ins, shapes, 3)
+    _same_lens(ins, shapes)
+    for what, s in (("min", shapes[1]), ("max", shapes[2])):
+        if s.dtype != shapes[0].dtype:
+            raise _err(ins, f"{what} bound is {s.dtype.migraphx}, x is {shapes[0].dtype.migraphx} (they must match)")
+    return _pointwise_out(shapes, shapes[0].dtype)
+
+
+def _type_attr(ins: Instruction, key: str) -> DType | None:
+    t = ins.attrs.get(key)
+    if t is None:
+        return None
+    if isinstance(t, int) and not isinstance(t, bool):
+        if t not in BY_TYPE_ID:
+            raise _err(ins, f"unknown {key} {t}")
+        return BY_TYPE_ID[t]
+    if isinstance(t, str):
+        try:
+            return _dtype(t)
+        except ValueError as e:
+            raise _err(ins, f"{key}: {e}") from None
+    raise _err(ins, f"{key} must be a type id or a type name, got {t!r}")
+
+
+def _quant_arity(ins, shapes):
+    if len(shapes) not in (2, 3):
+        raise _err(ins, f"takes 2 inputs (x, scale) or 3 (x, scale, zero point), got {len(shapes)}")
+    for what, s in zip(("scale", "zero point"), shapes[1:]):
+        if s.lens != shapes[0].lens:
+            raise _err(ins, f"{what} lens {list(s.lens)} differ from the input's {list(shapes[0].lens)} "
+                            f"(broadcast the {what} to the input first)")
+
+
+def _quantizelinear(ins, shapes):
+    """y = saturate(round_half_even(x * (1 / scale)) + zero_point) in the output type: the zero point's
+    type, else the ``out_type`` attribute, else uint8 (MIGraphX's default)."""
+    _quant_arity(ins, shapes)
+    x, scale = shapes[0], shapes[1]
+    if not x.dtype.is_float:
+        raise _err(ins, f"input must be a float type, got {x.dtype.migraphx}")
+    if scale.dtype != x.dtype:
+        raise _err(ins, f"scale is {scale.dtype.migraphx}, the input {x.dtype.migraphx} (they must match)")
+    out = _type_attr(ins, "out_type")
+    if len(shapes) == 3:
+        zp = shapes[2].dtype
+        if zp.is_float or zp.name == "bool":
+            raise _err(ins, f"zero point must be an integer type, got {zp.migraphx}")
+        if out is not None and out != zp:
+            raise _err(ins, f"out_type {out.migraphx} differs from the zero point's type {zp.migraphx}")
+        out = zp
+    elif out is None:
+        out = BY_NAME["u8"]
+    if out.is_float or out.name in ("bool", "u64", "i64"):
+        raise _err(ins, f"output type must be an integer type of at most 32 bits, got {out.migraphx}")
+    return _pointwise_out(shapes[:1], out)
+
+
+def _dequantizelinear(ins, shapes):
+    """y = (T(x) - T(zero_point)) * scale with T = the scale's float type (the output type)."""
+    _quant_arity(ins, shapes)
+    x, scale = shapes[0], shapes[1]
+    if x.dtype.is_float or x.dtype.name == "bool":
+        raise _err(ins, f"input must be an integer type, got {x.dtype.migraphx}")
+    if not scale.dtype.is_float:
+        raise _err(ins, f"scale must be a float type, got {scale.dtype.migraphx}")
+    if len(shapes) == 3 and shapes[2].dtype != x.dtype:
+        raise _err(ins, f"zero point is {shapes[2].dtype.migraphx}, the input {x.dtype.migraphx} (they must match)")
+    return _pointwise_out(shapes[:1], scale.dtype)
 
 
 def _convert(ins, shapes):
@@ -349,7 +424,8 @@ RULES: dict[str, Callable[[Instruction, list[Shape]], Shape]] = {
     "reshape": _reshape, "reshape_lazy": _reshape, "contiguous": _contiguous, "slice": _slice,
     "squeeze": _squeeze, "unsqueeze": _unsqueeze, "dot": _gemm, "quant_dot": _gemm,
     "convolution": _conv, "quant_convolution": _conv,
-    "softmax": _softmax, "where": _where, "convert": _convert,
+    "softmax": _softmax, "where": _where, "convert": _convert, "clip": _clip,
+    "quantizelinear": _quantizelinear, "dequantizelinear": _dequantizelinear,
     **{op: _unary for op in UNARY_OPS}, **{op: _binary for op in BINARY_OPS},
     **{op: _compare for op in COMPARE_OPS}, **{op: _reduce for op in REDUCE_OPS},
 }
@@ -368,4 +444,4 @@ def infer_shape(ins: Instruction, shapes: list[Shape]) -> Shape:
 
 
 __all__ = ["infer_shape", "UnsupportedOp", "KNOWN_OPS", "UNARY_OPS", "BINARY_OPS", "COMPARE_OPS",
-           "POINTWISE_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "RULES", "BY_NAME", "conv_params", "with_lens_like"]
+           "POINTWISE_OPS", "QUANT_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "RULES", "BY_NAME", "conv_params", "with_lens_like"]

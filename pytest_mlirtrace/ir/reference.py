@@ -68,6 +68,8 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray, is_float: bool) -> np.ndarray
             return a < b
         if op == "equal":
             return a == b
+        if op == "greater_or_equal":
+            return a >= b
     raise KeyError(op)
 
 
@@ -108,6 +110,34 @@ def convolve(ins: Instruction, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out.reshape((n, k) + tuple(out_sp))
 
 
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def quantize_linear(args: list[np.ndarray], in_dtypes: list[DType], out: DType) -> np.ndarray:
+    """migraphx.quantizelinear as rocMLIR lowers it: ``r = 1 / scale`` and ``y = x * r``, each rounded to
+    the input's float type; ``y`` rounded half to even and saturated to int32 when there is a zero point
+    (which is then added in int32), to the output type when there is none; the sum saturated to the output
+    type. NaN quantizes to 0 (plus the zero point)."""
+    x, scale = args[0], args[1]
+    ft = in_dtypes[0]
+    with np.errstate(all="ignore"):
+        r = _round(1.0 / scale, ft)
+        y = _round(x * r, ft)
+    q = np.nan_to_num(np.round(y), nan=0.0, posinf=np.inf, neginf=-np.inf)
+    if len(args) == 3:
+        q = np.clip(q, *_I32).astype(np.int64) + args[2].astype(np.int64)
+    return _round(q, out)
+
+
+def dequantize_linear(args: list[np.ndarray], out: DType) -> np.ndarray:
+    """migraphx.dequantizelinear as rocMLIR lowers it: with ``T`` the scale's (output) type,
+    ``(T(x) - T(zero_point)) * scale``, each step rounded to ``T``."""
+    xt = _round(args[0].astype(np.float64), out)
+    if len(args) == 3:
+        xt = _round(xt - _round(args[2].astype(np.float64), out), out)
+    return _round(xt * args[1], out)
+
+
 def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[DType]) -> np.ndarray:
     op, a = ins.op, ins.attrs
     out = ins.shape
@@ -145,6 +175,13 @@ def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[D
         return _round(_binary(op, args[0], args[1], in_dtypes[0].is_float), out.dtype)
     if op == "where":
         return _round(np.where(args[0] != 0, args[1], args[2]), out.dtype)
+    if op == "clip":
+        with np.errstate(all="ignore"):
+            return _round(np.minimum(np.maximum(args[0], args[1]), args[2]), out.dtype)
+    if op == "quantizelinear":
+        return quantize_linear(args, in_dtypes, out.dtype)
+    if op == "dequantizelinear":
+        return dequantize_linear(args, out.dtype)
     if op in REDUCE_OPS:
         axes = tuple(x % args[0].ndim for x in a["axes"])
         return _round(_reduce(op, args[0], axes), out.dtype)
@@ -183,8 +220,45 @@ def evaluate(module: Module, inputs: dict[str, np.ndarray], keep_all: bool = Fal
     return (outs, env) if keep_all else outs
 
 
+def _shares_elements(lens, strides) -> bool:
+    """Do two indices of the view map to one element (dims longer than 1, taken by stride: each stride
+    must pass the last element of the dims inside it)?"""
+    span = 0
+    for s, n in sorted((s, n) for n, s in zip(lens, strides) if n > 1):
+        if s <= span:
+            return True
+        span += (n - 1) * s
+    return False
+
+
+def as_laid_out(values: np.ndarray, lens, strides) -> np.ndarray:
+    """The logical array a buffer laid out at ``strides`` holds after ``values`` are written into it in
+    order: where the layout maps several indices to one element -- a broadcast (stride 0) dim, or dims
+    that overlap -- they all read the one value stored there (the value written last, as a strided
+    copy writes it; for a broadcast dim: its index 0).  ``values`` itself when no index shares an element."""
+    from numpy.lib.stride_tricks import as_strided
+
+    x = np.asarray(values)
+    lens, strides = tuple(int(n) for n in lens), tuple(int(s) for s in strides)
+    if x.size == 0 or not _shares_elements(lens, strides):
+        return x
+    keep = [not (s == 0 and n > 1) for n, s in zip(lens, strides)]
+    space = 1 + sum((n - 1) * s for n, s in zip(lens, strides))
+    buf = np.zeros(max(space, 1), dtype=x.dtype)
+    item = buf.itemsize
+    view = as_strided(buf, shape=[n for n, k in zip(lens, keep) if k],
+                      strides=[s * item for s, k in zip(strides, keep) if k], writeable=True)
+    view[...] = x[tuple(slice(None) if k else 0 for k in keep)]
+    return np.array(as_strided(buf, shape=lens, strides=[s * item for s in strides], writeable=False))
+
+
 def random_inputs(module: Module, seed: int = 0, low: float = -1.0, high: float = 1.0) -> dict[str, np.ndarray]:
-    """Fresh random inputs for every parameter (never zeros): floats in [low, high), ints in [-8, 8]."""
+    """Fresh random inputs for every parameter (never zeros): floats in [low, high), ints in [-8, 8].
+
+    A parameter's value is what its layout can hold (:func:`as_laid_out`): along a broadcast (stride-0)
+    dim every index reads the one stored element, so the oracle computes with the values the kernel
+    reads from the packed buffer (``codegen.pack_input``).  The random draws are the same whatever the
+    strides (a reproducer's generator relies on that)."""
     rng = np.random.default_rng(seed)
     out = {}
     for p in module.params():
@@ -197,5 +271,5 @@ def random_inputs(module: Module, seed: int = 0, low: float = -1.0, high: float 
         else:
             info = np.iinfo(dt.np)
             v = rng.integers(max(info.min, -8), min(info.max, 8) + 1, size=s.lens).astype(dt.np)
-        out[p.param] = v
+        out[p.param] = as_laid_out(v, s.lens, s.strides)
     return out

@@ -17,6 +17,40 @@ def standard_strides(lens: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def layout_problem(lens, strides) -> str | None:
+    """Why rocMLIR could not lay ``lens``/``strides`` out in memory, or None when it can.
+
+    rocMLIR's rule for a ``!migraphx.shaped`` value that crosses the kernel boundary (its
+    ``asMemoryLayoutTensor``): order the dims by (stride, length), outermost first; a stride-0 dim is a
+    broadcast (length 1 in memory); the smallest non-zero stride must be 1; going outwards each stride
+    must be at least the span of the dims inside it (stride x length of the next inner non-broadcast
+    dim) and, when larger (padding), a multiple of that inner dim's stride (checked down to the first
+    unit stride, as rocMLIR does).  Dims of any order
+    (permuted layouts), padded rows and broadcasts are all laid out."""
+    lens, strides = [int(n) for n in lens], [int(s) for s in strides]
+    if any(s < 0 for s in strides):
+        return f"strides {strides} has a negative stride"
+    order = sorted(range(len(lens)), key=lambda i: (strides[i], lens[i]), reverse=True)
+    dims = [(strides[i], 1 if strides[i] == 0 else lens[i]) for i in order]
+    nonzero = [(s, n) for s, n in dims if s != 0]
+    if not nonzero:
+        return None
+    if nonzero[-1][0] != 1:
+        return (f"strides {strides}: the smallest stride is {nonzero[-1][0]}, not 1 "
+                "(no in-memory layout has it)")
+    for (s, _), (inner_s, inner_n) in zip(nonzero, nonzero[1:]):
+        if s == 1:          # rocMLIR checks no further once it reaches the unit stride
+            break
+        need = inner_s * inner_n
+        if s < need:
+            return (f"strides {strides}: stride {s} is smaller than {need}, the span of the dims inside it "
+                    f"(stride {inner_s} x length {inner_n}); dims would overlap")
+        if s > need and s % inner_s:
+            return (f"strides {strides}: stride {s} is not a multiple of the inner stride {inner_s} "
+                    "(a padded row must hold whole inner elements)")
+    return None
+
+
 @dataclass(frozen=True)
 class Shape:
     dtype: DType
@@ -61,6 +95,11 @@ class Shape:
                 return False
             acc *= n
         return True
+
+    @property
+    def layout_problem(self) -> str | None:
+        """Why rocMLIR cannot lay this shape out in memory (:func:`layout_problem`), or None."""
+        return layout_problem(self.lens, self.strides)
 
     @property
     def element_space(self) -> int:

@@ -14,7 +14,7 @@ quoted with MLIR's escapes (``"in put" = @param:"in put"``, ``[tag="a, b"]``), s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,53 +93,139 @@ def _fmt_name(n: str) -> str:
     return n if _BARE_NAME.fullmatch(n) and n.isprintable() else quote_string(n)
 
 
-def _reads_back(v: str) -> bool:
-    """Does ``v`` written bare in ``[key=v]`` read back as the string ``v``?"""
-    if not v or not v.isprintable() or '"' in v or "\\" in v or v != v.strip():
-        return False
-    depth = 0
-    for c in v:
-        depth += (c in "{[(") - (c in "}])")
-        if depth < 0:
-            return False
-    if depth:
-        return False
-    try:
-        return _Cursor(v + "]").until("]") == v and _split_top(v) == [v] and _parse_value(v) == v
-    except ValueError:
-        return False
+_BARE_KEY = re.compile(r"[A-Za-z_][\w.:-]*")
 
 
 def _fmt_key(k: str) -> str:
-    return k if "=" not in k and _reads_back(k) else quote_string(k)
+    return k if _BARE_KEY.fullmatch(k) else quote_string(k)
 
 
 def _fmt_str(v: str) -> str:
     return str(v) if _reads_back(v) else quote_string(str(v))
 
 
+# ------------------------------------------------------------ printer style --
+# Element types MIGraphX has printed that this package has no dtype for: a shape of one is kept as text.
+OTHER_TYPES = frozenset({"fp8e4m3fnuz_type", "fp8e4m3fn_type", "fp8e5m2_type", "fp8e5m2fnuz_type", "fp4x2_type",
+                         "tuple_type"})
+# Attribute names older MIGraphX printed, per op: {printed name: the name the shape rules read}.
+OLD_ATTR_NAMES = {"broadcast": {"dims": "out_lens"}, "multibroadcast": {"output_lens": "out_lens"},
+                  "transpose": {"dims": "permutation"}}
+# Op namespaces of compiled programs (lowered for a target): they parse and print, they never run here.
+COMPILED_PREFIXES = ("gpu::", "ref::", "hip::", "cpu::", "dnnl::", "check_context::", "fpga::")
+COMPILED_OPS = frozenset({"load", "allocate", "@outline"})
+
+
+class RawValue(str):
+    """An attribute value or shape kept as MIGraphX printed it (a tuple or dynamic shape, an element type
+    this package has no dtype for): printed back as is; a module holding one does not run here."""
+
+
+@dataclass
+class InsText:
+    """What a printed instruction carried besides its op, attributes, inputs and shape."""
+    modules: list[str] | None = None     # module inputs: ", [main:pointwise0]" after the inputs
+    target_id: int | None = None         # ", target_id=N" on this line when the module does not print it on all
+    symbols: str | None = None           # debug symbols: " # Convolution28, Plus30"
+    shape_text: str | None = None        # the result shape kept as text (tuple, dynamic, fp8 ...)
+    attrs_comma: bool = False            # the attributes end with a comma (gpu::code_object prints so)
+    renamed: dict[str, str] = field(default_factory=dict)   # attribute name here -> the older name printed
+    blank_before: int = 0                # blank lines printed before this line
+
+
+@dataclass
+class TextStyle:
+    """How MIGraphX printed a module, so that :func:`print_module` prints it back the same way."""
+    header: str | None = None            # the ``module: "<header>"`` line before the instructions
+    param_prefix: bool = True            # the name prefix goes on @param names too (not so before 2023-05)
+    blank_after: int = 0                 # blank lines after the module (the program printer leaves one)
+    ins: dict[str, InsText] = field(default_factory=dict)
+    others: list = field(default_factory=list)   # the program's other modules, printed after this one
+
+    def extra(self, name: str) -> InsText | None:
+        return self.ins.get(name)
+
+
+def style_of(m: Module) -> TextStyle | None:
+    st = getattr(m, "text_style", None)
+    return st if isinstance(st, TextStyle) else None
+
+
+def compiled_op(op: str) -> bool:
+    """An op of a compiled (lowered) program: ``gpu::gemm``, ``ref::add``, ``hip::copy``, ``load`` ..."""
+    return op.startswith(COMPILED_PREFIXES) or op in COMPILED_OPS
+
+
+def not_runnable(m: Module) -> list[str]:
+    """Every reason the printed module ``m`` cannot run here (empty when nothing in its text stops it);
+    ops without a shape rule are :meth:`Module.unsupported_ops`, listed here too."""
+    why: list[str] = []
+    compiled = sorted({i.op for i in m.instructions if compiled_op(i.op)})
+    if compiled:
+        why.append(f"a compiled program (ops of a target: {', '.join(compiled[:6])}"
+                   f"{', ...' if len(compiled) > 6 else ''}): it is printed after lowering, not a module to run")
+    st = style_of(m)
+    for ins in m.instructions:
+        if ins.op == "@literal" and ins.literal is None:
+            why.append(f"{ins.name} = @literal{{ ... }}: its values were left out of the printout")
+        ex = st.extra(ins.name) if st else None
+        if ex is not None and ex.shape_text is not None:
+            why.append(f"{ins.name} = {ins.op}: shape {ex.shape_text!r} is not a plain tensor shape here")
+        if ex is not None and ex.modules:
+            why.append(f"{ins.name} = {ins.op}: takes module(s) {', '.join(ex.modules)}")
+        for k, v in ins.attrs.items():
+            if isinstance(v, RawValue):
+                why.append(f"{ins.name} = {ins.op}: attribute {k}={v} is kept as text")
+    rest = [op for op in m.unsupported_ops() if not compiled_op(op)]
+    if rest:
+        why.append(f"op(s) with no shape rule here: {', '.join(rest)}")
+    return why
+
+
 # ---------------------------------------------------------------- printing --
+def _fmt_float(v: float) -> str:
+    """As C++ streams a float (``%g``: 0.707107, 1e+06) when that reads back as the same value, else
+    the shortest text that does."""
+    g = "%g" % v
+    try:
+        if float(g) == v:
+            return g
+    except ValueError:
+        pass
+    r = repr(v)
+    return r[:-2] if r.endswith(".0") else r
+
+
 def _fmt_value(v) -> str:
+    if isinstance(v, RawValue):
+        return str(v)
     if isinstance(v, bool):
         return "1" if v else "0"
+    if isinstance(v, Shape):
+        return str(v)
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{_fmt_key(str(k))}={_fmt_value(x)}" for k, x in v.items()) + "}"
     if isinstance(v, (list, tuple)):
         return "{" + ", ".join(_fmt_value(x) for x in v) + "}"
     if isinstance(v, float):
-        r = repr(v)
-        return r[:-2] if r.endswith(".0") else r
+        return _fmt_float(v)
     if isinstance(v, str):
         return _fmt_str(v)
     return str(v)
 
 
-def _fmt_literal(arr: np.ndarray) -> str:
+def _fmt_literal(arr: np.ndarray | None) -> str:
+    if arr is None:
+        return "{ ... }"
     flat = arr.reshape(-1).tolist()
     return "{" + ", ".join(_fmt_value(float(x) if isinstance(x, float) else x) for x in flat) + "}"
 
 
-def print_instruction(ins: Instruction, prefix: str = "", target_id: bool = True) -> str:
+def print_instruction(ins: Instruction, prefix: str = "", target_id: bool = True, *, extra: InsText | None = None,
+                      bare: frozenset | set = frozenset()) -> str:
+    """One line; ``bare``: the names printed without ``prefix`` (parameters, as MIGraphX before 2023-05)."""
     def q(n: str) -> str:
-        return _fmt_name(prefix + n)
+        return _fmt_name(n if n in bare else prefix + n)
 
     if ins.op == "@param":
         head = f"@param:{_fmt_name(ins.param)}"
@@ -148,30 +234,81 @@ def print_instruction(ins: Instruction, prefix: str = "", target_id: bool = True
     else:
         head = ins.op
         if ins.attrs:
-            head += "[" + ",".join(f"{_fmt_key(k)}={_fmt_value(v)}" for k, v in ins.attrs.items()) + "]"
+            names = extra.renamed if extra else {}
+            head += "[" + ",".join(f"{_fmt_key(names.get(k, k))}={_fmt_value(v)}" for k, v in ins.attrs.items())
+            head += ("," if extra and extra.attrs_comma else "") + "]"
         if ins.inputs or ins.op == "@return":
             head += "(" + ",".join(q(i) for i in ins.inputs) + ")"
     line = f"{q(ins.name)} = {head}"
-    if ins.shape is not None:
+    if extra and extra.modules is not None:
+        line += ", [" + ", ".join(extra.modules) + "]"
+    if extra and extra.shape_text is not None:
+        line += f" -> {extra.shape_text}"
+    elif ins.shape is not None:
         line += f" -> {ins.shape}"
-    if target_id:
-        line += ", target_id=0"
+    tid = extra.target_id if extra and extra.target_id is not None else (0 if target_id else None)
+    if tid is not None:
+        line += f", target_id={tid}"
+    if extra and extra.symbols is not None:
+        line += f" # {extra.symbols}"
     return line
 
 
 def print_module(m: Module) -> str:
+    """``m`` as MIGraphX prints it; a module read from text prints back byte for byte (its header, name
+    prefixes, target ids, older attribute names, debug symbols and the program's other modules)."""
+    st = style_of(m)
+    out = []
+    if st is not None and st.header is not None:
+        out.append(f'module: "{st.header}"\n')
     prefix = f"{m.name}:" if m.name else ""
-    return "".join(print_instruction(i, prefix, m.target_id) + "\n" for i in m.instructions)
+    bare = frozenset() if st is None or st.param_prefix or not prefix else frozenset(
+        i.name for i in m.instructions if i.op == "@param")
+    for i in m.instructions:
+        ex = st.extra(i.name) if st is not None else None
+        if ex is not None and ex.blank_before:
+            out.append("\n" * ex.blank_before)
+        out.append(print_instruction(i, prefix, m.target_id, extra=ex, bare=bare) + "\n")
+    if st is not None:
+        out.append("\n" * st.blank_after)
+        out.extend(print_module(o) for o in st.others)
+    return "".join(out)
 
 
 # ----------------------------------------------------------------- parsing --
 _LINE = re.compile(r'^(?P<name>"(?:[^"\\\n]|\\.)*"|\S+) = (?P<rest>.*)$')
+_HEADER = re.compile(r'^\s*module:\s*(?:"(?P<q>(?:[^"\\]|\\.)*)"|(?P<b>\S*))\s*$')
+_KEY = re.compile(r'\s*(?:[A-Za-z_][\w.:-]*|"(?:[^"\\\n]|\\.)*")=')
+_TID = re.compile(r",\s*target_id=(?P<n>\d+)\s*$")
 
 
 def _name(tok: str) -> str:
     """A name as written: bare, or quoted (:func:`quote_string`)."""
     tok = tok.strip()
     return unquote_string(tok) if tok.startswith('"') else tok
+
+
+def _close(s: str, i: int, base: int = 0, what: str = "") -> int:
+    """Index just past the bracket that closes ``s[i]`` (``{[(`` nest, quoted strings skipped)."""
+    depth = 0
+    j = i
+    while j < len(s):
+        c = s[j]
+        if c == '"':
+            m = _STRING.match(s, j)
+            if m is None:
+                raise ValueError(f"unterminated string at column {base + j + 1}")
+            j = m.end()
+            continue
+        if c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    closer = {"[": "]", "(": ")", "{": "}"}[s[i]]
+    raise ValueError(f"expected {closer!r} {what} at column {base + len(s) + 1}, found end of line")
 
 
 @dataclass
@@ -189,31 +326,21 @@ class _Cursor:
             return True
         return False
 
-    def expect(self, tok: str, what: str) -> None:
-        if not self.eat(tok):
-            raise ValueError(f"expected {tok!r} {what} at column {self.base + self.i + 1}, "
-                             f"found {self.s[self.i:self.i + 12]!r}")
-
     def until(self, stops: str) -> str:
         j = self.i
-        depth = 0
-        while j < len(self.s):
-            c = self.s[j]
-            if c == '"':
-                m = _STRING.match(self.s, j)
-                if m is None:
-                    raise ValueError(f"unterminated string at column {self.base + j + 1}")
-                j = m.end()
-                continue
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            elif depth == 0 and c in stops:
-                break
+        while j < len(self.s) and self.s[j] not in stops:
             j += 1
         out, self.i = self.s[self.i:j], j
         return out
+
+    def group(self, what: str) -> str:
+        """The bracketed text at the cursor, without its brackets."""
+        end = _close(self.s, self.i, self.base, what)
+        body, self.i = self.s[self.i + 1:end - 1], end
+        return body
+
+
+_FLOAT = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-?inf|-?nan")
 
 
 def _parse_value(tok: str):
@@ -224,12 +351,27 @@ def _parse_value(tok: str):
         inner = tok[1:-1].strip()
         if not inner:
             return []
-        return [_parse_value(p) for p in _split_top(inner)]
+        parts = _split_top(inner)
+        if all(_KEY.match(p) for p in parts):
+            st = _struct(parts)
+            if st is not None:
+                return st
+        return [_parse_value(p) for p in parts]
     if re.fullmatch(r"-?\d+", tok):
         return int(tok)
-    if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-?inf|nan", tok):
+    if _FLOAT.fullmatch(tok):
         return float(tok)
     return tok
+
+
+def _struct(parts: list[str]) -> dict:
+    """``{a=1,b=2}`` (a value MIGraphX prints from a struct) as a dict; None when it is not one."""
+    out = {}
+    for p in parts:
+        m = _KEY.match(p)
+        key = _name(p[:m.end() - 1])
+        out[key] = _attr_value(p[m.end():])
+    return out
 
 
 _SPLIT_STOP = re.compile(r'[{}\[\]()",]')
@@ -260,6 +402,82 @@ def _split_top(s: str) -> list[str]:
     return parts
 
 
+def _shape_value(text: str) -> Shape | RawValue | None:
+    """``float_type, {256}, {1}`` as a Shape, a shape MIGraphX prints that is no tensor shape here (tuple,
+    dynamic, fp8 ...) as RawValue, None when ``text`` is no shape at all."""
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]") and re.match(r"\[\s*\w+_type\b", t):
+        return RawValue(t)
+    parts = [p.strip() for p in _split_top(t)]
+    if not parts or not (parts[0] in BY_MIGRAPHX or parts[0] in OTHER_TYPES or parts[0] == "dynamic"):
+        return None
+    if parts[0] in BY_MIGRAPHX and len(parts) == 3:
+        lens, strides = _parse_value(parts[1]), _parse_value(parts[2])
+        if (isinstance(lens, list) and isinstance(strides, list) and all(type(x) is int for x in lens + strides)
+                and len(lens) == len(strides)):
+            try:
+                return Shape.of(parts[0], lens, strides)
+            except ValueError:
+                pass
+    if len(parts) >= 2 and all(p.startswith("{") for p in parts[1:] if p) or parts[0] == "dynamic":
+        return RawValue(t)
+    return None
+
+
+def _attr_value(text: str):
+    v = text.strip()
+    if "," in v and not v.startswith(("{", '"')):
+        sv = _shape_value(v)
+        if sv is not None:
+            return sv
+    return _parse_value(v)
+
+
+def _parse_attrs(body: str) -> tuple[dict, bool]:
+    """``key=value,...`` -> (attributes in order, a trailing comma); a value may hold commas (a shape)."""
+    pieces = _split_top(body)
+    comma = False
+    if len(pieces) > 1 and not pieces[-1].strip():
+        pieces.pop()
+        comma = True
+    elif body.rstrip().endswith(","):
+        comma = True
+    items: list[list[str]] = []
+    for p in pieces:
+        if _KEY.match(p) or not items:
+            items.append([p])
+        else:
+            items[-1].append(p)          # a comma inside the value: float_type, {256}, {1}
+    out = {}
+    for grp in items:
+        part = ",".join(grp)
+        m = _KEY.match(part)
+        if m is None:
+            raise ValueError(f"attribute {part.strip()!r} is not key=value")
+        out[_name(part[:m.end() - 1])] = _attr_value(part[m.end():])
+    return out, comma
+
+
+def _reads_back(v: str) -> bool:
+    """Does ``v`` written bare in ``[key=v]`` read back as the string ``v``?"""
+    if not v:
+        return True
+    if not v.isprintable() or '"' in v or "\\" in v or v != v.strip():
+        return False
+    depth = 0
+    for c in v:
+        depth += (c in "{[(") - (c in "}])")
+        if depth < 0:
+            return False
+    if depth:
+        return False
+    try:
+        attrs, comma = _parse_attrs("k=" + v)
+    except ValueError:
+        return False
+    return not comma and list(attrs) == ["k"] and type(attrs["k"]) is str and attrs["k"] == v
+
+
 def _parse_shape(text: str) -> tuple[Shape | None, bool]:
     """``half_type, {1, 2}, {2, 1}, target_id=0`` -> (Shape, has target_id)."""
     parts = [p.strip() for p in _split_top(text)]
@@ -269,6 +487,11 @@ def _parse_shape(text: str) -> tuple[Shape | None, bool]:
         parts = parts[:-1]
     if not parts:
         return None, has_tid
+    return _strict_shape(", ".join(parts)), has_tid
+
+
+def _strict_shape(text: str) -> Shape:
+    parts = [p.strip() for p in _split_top(text)]
     if len(parts) != 3:
         raise ValueError(f"expected '<type>, {{lens}}, {{strides}}', got {text.strip()!r}")
     if parts[0] not in BY_MIGRAPHX:
@@ -276,11 +499,24 @@ def _parse_shape(text: str) -> tuple[Shape | None, bool]:
     lens, strides = _parse_value(parts[1]), _parse_value(parts[2])
     if not isinstance(lens, list) or not isinstance(strides, list):
         raise ValueError("lens and strides must be {...} lists")
-    return Shape.of(parts[0], lens, strides), has_tid
+    return Shape.of(parts[0], lens, strides)
 
 
-def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
-    """Parse one line into (full name, instruction with full names, has target_id)."""
+def _result_shape(text: str, ex: InsText) -> Shape | None:
+    t = text.strip()
+    parts = [p.strip() for p in _split_top(t)] if t else [""]
+    first = parts[0]
+    symbolic = (first in BY_MIGRAPHX and len(parts) == 3
+                and all(p.startswith("{") and p.endswith("}") for p in parts[1:])
+                and any(re.search(r"\.\.|[A-Za-z]", p) for p in parts[1:]))
+    if t.startswith("[") or first in OTHER_TYPES or first == "dynamic" or symbolic:
+        ex.shape_text = t              # tuple, dynamic, symbolic or fp8: kept as printed
+        return None
+    return _strict_shape(t)
+
+
+def parse_instruction_text(line: str) -> tuple[str, Instruction, InsText]:
+    """One line -> (full name, instruction with full names, what else the line carried)."""
     stripped = line.strip()
     m = _LINE.match(stripped)
     if not m:
@@ -288,6 +524,7 @@ def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
     full, rest = _name(m.group("name")), m.group("rest")
     c = _Cursor(rest, base=len(line) - len(line.lstrip()) + m.start("rest"))
     ins = Instruction(full, "")
+    ex = InsText()
     if c.eat("@param:"):
         q = _STRING.match(rest, c.i) if c.peek() == '"' else None
         if q is not None:
@@ -297,68 +534,156 @@ def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
             ins.op, ins.param = "@param", c.until(" ,").strip()
     elif c.eat("@literal"):
         ins.op = "@literal"
-        raw = c.until(" ,-") if c.peek() == "{" else ""
-        ins.literal = np.array(_parse_value(raw) if raw else [])
+        if c.peek() == "{":
+            raw = c.group("to close the literal")
+            if raw.strip() == "...":
+                ins.literal = None          # MIGraphX leaves out literals of more than 10 elements
+            else:
+                vals = _parse_value("{" + raw + "}")
+                flat = vals if isinstance(vals, list) else [vals]
+                bad = [v for v in flat if not isinstance(v, (int, float))]
+                if bad:
+                    raise ValueError(f"literal values must be numbers, found {str(bad[0])!r}")
+                ins.literal = np.array(flat)
+        else:
+            ins.literal = np.array([])
     else:
         ins.op = c.until("[( ,").strip()
         if not ins.op:
             raise ValueError("missing op name")
-        if c.eat("["):
-            body = c.until("]")
-            c.expect("]", "to close the attributes")
-            for part in _split_top(body):
-                q = _STRING.match(part.strip())
-                eq = part.find("=", part.index('"') + len(q.group())) if q else part.find("=")
-                if eq < 0:
-                    raise ValueError(f"attribute {part!r} is not key=value")
-                ins.attrs[_name(part[:eq])] = _parse_value(part[eq + 1:])
-        if c.eat("("):
-            body = c.until(")")
-            c.expect(")", "to close the inputs")
+        if c.peek() == "[":
+            body = c.group("to close the attributes")
+            ins.attrs, ex.attrs_comma = _parse_attrs(body)
+            old = OLD_ATTR_NAMES.get(ins.op.split("::")[-1], {})
+            if any(k in old for k in ins.attrs):
+                ins.attrs = {old.get(k, k): v for k, v in ins.attrs.items()}
+                ex.renamed = {new: k for k, new in old.items()}
+        if c.peek() == "(":
+            body = c.group("to close the inputs")
             ins.inputs = [_name(x) for x in _split_top(body) if x.strip()]
-    tail = rest[c.i:].strip()
-    has_tid = False
+    tail = rest[c.i:]
+    mm = re.match(r"\s*,\s*\[", tail)
+    if mm:
+        k = _close(tail, mm.end() - 1, c.base + c.i, "to close the module inputs")
+        ex.modules = [x.strip() for x in _split_top(tail[mm.end():k - 1]) if x.strip()]
+        tail = tail[k:]
+    h = tail.find(" # ")
+    if h >= 0 or tail.rstrip().endswith(" #"):
+        h = h if h >= 0 else tail.rstrip().rfind(" #")
+        ex.symbols = tail[h + 3:] if h + 3 <= len(tail) else ""
+        tail = tail[:h]
+    tail = tail.strip()
+    tm = _TID.search(tail)
+    if tm:
+        ex.target_id = int(tm.group("n"))
+        tail = tail[:tm.start()].strip()
     if tail.startswith("->"):
-        ins.shape, has_tid = _parse_shape(tail[2:])
-    elif tail.startswith(","):
-        _, has_tid = _parse_shape(tail[1:])
+        ins.shape = _result_shape(tail[2:], ex)
     elif tail:
         raise ValueError(f"unexpected text {tail!r} after the op")
-    return full, ins, has_tid
+    return full, ins, ex
 
 
-def _common_prefix(names: list[str]) -> str:
-    """The module-name prefix (``a:b:``) shared by every instruction name, if any."""
-    if not names or not all(":" in n for n in names):
-        return ""
-    cands = [n.rsplit(":", 1)[0] + ":" for n in names]
-    first = cands[0]
-    return first if all(c == first for c in cands) else ""
+def parse_instruction_line(line: str) -> tuple[str, Instruction, bool]:
+    """Parse one line into (full name, instruction with full names, has target_id)."""
+    full, ins, ex = parse_instruction_text(line)
+    return full, ins, ex.target_id is not None
+
+
+def _prefixes(rows) -> tuple[str, bool]:
+    """(the module-name prefix ``a:b:`` of the instruction names, whether @param names carry it too)."""
+    names = [r[2] for r in rows]
+    if not names:
+        return "", True
+    cands = {n.rsplit(":", 1)[0] + ":" if ":" in n else "" for n in names}
+    if len(cands) == 1 and "" not in cands:
+        return cands.pop(), True
+    # MIGraphX before 2023-05: main:@3 = ..., but parameters bare (x = @param:x)
+    inner = [r[2] for r in rows if r[3].op != "@param"]
+    if inner and all(":" in n for n in inner):
+        pre = {n.rsplit(":", 1)[0] + ":" for n in inner}
+        if len(pre) == 1:
+            p = pre.pop()
+            if all(not r[2].startswith(p) for r in rows if r[3].op == "@param"):
+                return p, False
+    return "", True
+
+
+def _sections(text: str):
+    """The text cut at ``module: "name"`` headers: [(header, header line, [(lineno, line)], blanks after)]."""
+    out = []
+    cur = [None, 0, [], 0]
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        hm = _HEADER.match(line)
+        if hm:
+            if cur[2] or cur[0] is not None:
+                out.append(cur)
+            name = hm.group("q") if hm.group("q") is not None else hm.group("b")
+            cur = [name.replace('\\"', '"'), lineno, [], 0]
+            continue
+        cur[2].append((lineno, line))
+    if cur[2] or cur[0] is not None:
+        out.append(cur)
+    for sec in out:
+        lines = sec[2]
+        while lines and not lines[-1][1].strip():
+            lines.pop()
+            sec[3] += 1
+    return out
 
 
 def parse_module(text: str, source: str = "<text>", verify: bool = True) -> Module:
-    """Parse MIGraphX module text (one instruction a line; blank lines and ``module:`` headers skipped)."""
+    """Parse MIGraphX module text, as any MIGraphX since 2022 printed it: with or without ``module:``
+    headers, ``target_id``, name prefixes (``main:@3`` with bare parameters, ``mlir_main:pointwise4:``),
+    older attribute names, elided literals (``@literal{ ... }``), shapes as attribute values, module inputs,
+    debug symbols, compiled (``gpu::``/``ref::``/``hip::``) ops. A printed program of several modules gives
+    its first; the others are kept to print back (``text_style.others``)."""
+    sections = _sections(text)
+    mods = [_parse_section(sec, source, verify) for sec in sections if sec[2] or sec[0] is not None]
+    mods = [m for m in mods if m is not None]
+    if not mods:
+        raise TextParseError("no instructions found", 1, source)
+    first = mods[0]
+    style_of(first).others = mods[1:]
+    if not first.instructions:
+        hdr = sections[0][1] if sections else 1
+        raise TextParseError(f"module {style_of(first).header!r} has no instructions", hdr, source)
+    return first
+
+
+def _parse_section(sec, source: str, verify: bool) -> Module | None:
+    header, hline, lines, blanks = sec
     rows = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
-        if not line.strip() or re.match(r'^\s*module:\s*"?[^"]*"?\s*$', line):
+    blank = 0
+    for lineno, line in lines:
+        if not line.strip():
+            blank += 1
             continue
         try:
-            full, ins, tid = parse_instruction_line(line)
+            full, ins, ex = parse_instruction_text(line)
         except ValueError as e:
             raise TextParseError(str(e), lineno, source, line) from None
-        rows.append((lineno, line, full, ins, tid))
-    if not rows:
-        raise TextParseError("no instructions found", 1, source)
-    prefix = _common_prefix([r[2] for r in rows])
-    m = Module(name=prefix[:-1] or None, target_id=all(r[4] for r in rows))
+        ex.blank_before, blank = blank, 0
+        rows.append((lineno, line, full, ins, ex))
+    if not rows and header is None:
+        return None
+    prefix, pprefix = _prefixes(rows)
+    all_tid = bool(rows) and all(r[4].target_id == 0 for r in rows if r[3].op != "@return") and any(
+        r[3].op != "@return" for r in rows)
+    st = TextStyle(header=header, param_prefix=pprefix, blank_after=blanks)
+    m = Module(name=prefix[:-1] or None, target_id=all_tid)
+    m.text_style = st
+    bare = set() if pprefix else {r[2] for r in rows if r[3].op == "@param"}
 
     def strip(n: str) -> str:
-        return n[len(prefix):] if prefix and n.startswith(prefix) else n
+        return n[len(prefix):] if prefix and n.startswith(prefix) and n not in bare else n
 
-    for lineno, line, full, ins, _ in rows:
+    for lineno, line, full, ins, ex in rows:
         ins.name = strip(full)
         ins.inputs = [strip(i) for i in ins.inputs]
+        if all_tid and ex.target_id == 0:
+            ex.target_id = None
         if ins.name in m:
             raise TextParseError(f"instruction {ins.name} defined twice", lineno, source, line)
         for i in ins.inputs:
@@ -368,7 +693,10 @@ def parse_module(text: str, source: str = "<text>", verify: bool = True) -> Modu
             if ins.literal.size == ins.shape.elements:
                 ins.literal = ins.literal.reshape(ins.shape.lens)
         m.instructions.append(ins)
-        if verify and ins.op not in ("@param", "@literal", "@return"):
+        if ex != InsText():
+            st.ins[ins.name] = ex
+        if verify and ins.op not in ("@param", "@literal", "@return") and ins.shape is not None \
+                and all(m.get(i).shape is not None for i in ins.inputs):
             try:
                 m.verify_instruction(ins)
             except IRError as e:

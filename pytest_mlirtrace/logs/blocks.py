@@ -12,7 +12,7 @@ import re
 
 from ..vocab.perf_config import parse_perf_config
 from ..vocab.problem_key import ProblemKey, parse_problem_key
-from .lines import BENCH_HDR, FAILED_SOL, FASTEST, NOBIN, PROBLEM, SKIPPED, SOLUTION, TIME, Line
+from .lines import BENCH_HDR, BENCH_TIME, FAILED_SOL, FASTEST, NOBIN, PROBLEM, SKIPPED, SOLUTION, TIME, Line
 from .parts import BenchmarkBlock, CodeObjectDump, Solution
 from .reader import Reader
 
@@ -63,12 +63,19 @@ def bench_line(r: Reader, i: int) -> bool:
         close_bench(r)
         r.closed_bench = b
         return True
+    m = BENCH_TIME.match(t)
+    if m:
+        b = r.bench or r.closed_bench or (r.parts.benchmarks[-1] if r.parts.benchmarks else None) or new_bench(r, L)
+        setattr(b, "fastest_time_ms" if m.group("which") == "Fastest" else "slowest_time_ms", float(m.group("t")))
+        b.time_lines.append(L.no)
+        b.end_line = max(b.end_line, L.no)
+        return True
     m = SOLUTION.match(t)
     if m and not t.lstrip().lower().startswith("fastest"):
         b = r.bench or new_bench(r, L)
         cfg = m.group("cfg").strip()
         detail = None
-        mm = re.match(r"^(?P<cfg>\S+)\s+(?P<tail>(?:mlir|span)\s.*)$", cfg)
+        mm = re.match(r"^(?P<cfg>\S+)\s+(?P<tail>(?:mlir|span|=>)\s.*)$", cfg)
         if mm:
             cfg, detail = mm.group("cfg"), mm.group("tail")
         s = Solution(line=L.no, config=parse_perf_config(cfg), detail=detail)

@@ -13,7 +13,7 @@ import re
 from ..ir.dtypes import BY_MIGRAPHX
 from ..ir.module import Instruction, Module
 from ..ir.shape import Shape
-from ..ir.text import TextParseError, parse_instruction_line, parse_module
+from ..ir.text import TextParseError, not_runnable, parse_instruction_line, parse_module
 from .lines import BLANK, INS, MLIR_START, MODULE_HDR, balanced_end, ins_candidate, name_prefix, strong_stop
 from .oneline import single
 from .parts import LogError, ModuleDump, OtherLine
@@ -118,9 +118,13 @@ def take_dump(r: Reader, i: int) -> int:
                 ok, err = False, str(e)
             if ok:
                 p = name_prefix(full)
-                if rows and ((prefix is not None and p != prefix) or full in names):
+                # MIGraphX before 2023-05 printed main:@3 but bare parameters: a parameter keeps the dump going
+                # a parameter's name is its own (x:0) or the prefix and its own (main:pointwise0:x0)
+                own = ins.op == "@param" and full == ins.param
+                param_ok = own or (ins.op == "@param" and p == prefix)
+                if rows and ((prefix is not None and p != prefix and not param_ok) or full in names):
                     break
-                if prefix is None:
+                if prefix is None and not own:
                     prefix = p
                 rows.append(("ok", L, full, ins, tid, None))
                 names.add(full)
@@ -227,7 +231,7 @@ def _finish_dump(r: Reader, start: int, end: int, header, rows, prefix: str, int
     d.name = (header[1] if header else None) or (mod.name if mod is not None else None) or (prefix or None)
     if mod is not None:
         try:
-            d.unsupported.extend(f"op {op} has no shape rule here" for op in mod.unsupported_ops())
+            d.unsupported.extend(not_runnable(mod))
         except Exception:
             pass
     r.parts.module_dumps.append(d)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from ..vocab.problem_key import parse_problem_key
-from .lines import BLANK, DIAG, ERR_CONTEXT, ERR_PATTERNS, LOC, NOTE_OP, REFINE, TRACEBACK, WHAT
+from .lines import (BLANK, DIAG, ERR_CONTEXT, ERR_PATTERNS, LOC, MXR_DUMP, NOTE_OP, REFINE, TRACEBACK, VERIFY_DETAIL,
+                    VERIFY_FAILED, WHAT)
 from .parts import ErrorPart, LogError, OtherLine
 from .reader import Reader
 
@@ -58,6 +59,41 @@ def error_line(r: Reader, i: int) -> bool:
     L = r.lines[i]
     t = L.text
     near = r.last_error is not None and i - r.last_error_idx <= 3
+    prev = r.last_error
+    if (prev is not None and i - r.last_error_idx == 1 and prev.message.rstrip().endswith(":")
+            and prev.origin != "traceback" and not _starts_error(t)):
+        # the message goes on on the next line ("... Invalid MLIR created:" / "error: ..."): one error, not two
+        prev.text.append(t)
+        prev.message = f"{prev.message} {t.strip()}"
+        prev.end_line = L.no
+        fill_error(prev, prev.message)
+        r.last_error_idx = i
+        return True
+    m = VERIFY_FAILED.match(t)
+    if m:
+        e = add_error(r, i, "verify_failed", "verify", t)
+        e.op = m.group("name")
+        return True
+    if VERIFY_DETAIL.match(t) and near and r.last_error is not None and r.last_error.kind == "verify_failed":
+        e = r.last_error
+        e.text.append(t)
+        e.context.append((L.no, t))
+        e.end_line = L.no
+        if t.strip().startswith("Mismatch at"):
+            e.detail = t.strip()
+        r.last_error_idx = i
+        return True
+    m = MXR_DUMP.match(t)
+    if m:
+        e = r.last_error
+        if e is not None and e.dump is None and i - r.last_error_idx <= 6:
+            e.dump, e.dump_line = m.group("path"), L.no
+            e.context.append((L.no, t))
+            e.end_line = max(e.end_line, L.no)
+            r.last_error_idx = i
+        else:
+            r.parts.other.append(OtherLine(L.no, t, "mxr_dump"))
+        return True
     m = WHAT.match(t)
     if m:
         e = r.last_error
@@ -120,6 +156,16 @@ def error_line(r: Reader, i: int) -> bool:
             e.detail = m.group("stage")
         return True
     return False
+
+
+_NEW_ERROR = [p for k, p in ERR_PATTERNS if k not in ("error", "fatal")]
+
+
+def _starts_error(t: str) -> bool:
+    """Does ``t`` begin an error of its own (not a line of the one before)?"""
+    return bool(BLANK.match(t) or TRACEBACK.match(t) or WHAT.match(t) or VERIFY_FAILED.match(t)
+                or MXR_DUMP.match(t) or DIAG.match(t) or NOTE_OP.match(t) or ERR_CONTEXT.match(t)
+                or re.search(r"Exception in [\w:]+\s*:", t) or any(p.search(t) for p in _NEW_ERROR))
 
 
 def take_traceback(r: Reader, i: int) -> int:

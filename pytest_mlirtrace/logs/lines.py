@@ -61,8 +61,8 @@ def _flat_split(line: str) -> list[str]:
 # ============================================================ recognisers ==
 BLANK = re.compile(r"^\s*$")
 COMMENT = re.compile(r"^\s*#(?![\w.$-]+\s*=)")
-ALIAS = re.compile(r"^\s*#[\w.$-]+\s*=")
-MLIR_START = re.compile(r"^\s*(?:module\b(?!:)[^{}]*\{|func\.func\b)")
+ALIAS = re.compile(r"^\s*#[\w.$-]+\s*=(?!\s*@(?:param|literal|return)\b)")
+MLIR_START = re.compile(r'^\s*(?:module\b(?!:)[^{}]*\{|func\.func\b|"builtin\.module"\s*\(\s*\)\s*\(\{)')   # + MLIR's generic form
 MLIR_BODY = re.compile(r'''^\s*(?:
       %[\w.$#-]+
     | \^[\w.$-]+
@@ -79,7 +79,7 @@ MLIR_BODY = re.compile(r'''^\s*(?:
     )''', re.X)
 MLIR_CONT = re.compile(r'^(?:\s+\S|[:!<({\[,"=])')
 MODULE_HDR = re.compile(r'^\s*module:\s*"?(?P<name>[^"]*?)"?\s*$')
-INS = re.compile(r"^\s*(?P<name>[A-Za-z0-9_@$.][\w@$.:#-]*) = "
+INS = re.compile(r"^\s*(?P<name>[A-Za-z0-9_@$.#][\w@$.:#-]*) = "
                  r"(?P<op>@param:|@literal|@return|[A-Za-z_][\w:]*)(?P<rest>.*)$")
 STRAY_CLOSE = re.compile(r"^\s*\}[\s}]*$")
 FRAGMENT = re.compile(r'^\s*%[\w.$#-]+(?::\d+)?(?:\s*,\s*%[\w.$#-]+)*\s*=\s*"?[A-Za-z_]\w*\.\w')
@@ -89,6 +89,22 @@ BENCH_HDR = re.compile(_PREFIX + r"Benchmarking\s+(?P<op>\S+?)\s*:\s*(?P<n>\d+)\
 PROBLEM = re.compile(_PREFIX + r"Problem\s*:\s*(?P<key>.*)$")
 SOLUTION = re.compile(_PREFIX + r"(?:Benchmarking\s+)?[Ss]olution\s*:\s*(?P<cfg>.*)$")
 FASTEST = re.compile(_PREFIX + r"Fastest solution\s*:\s*(?P<cfg>.*)$")
+BENCH_TIME = re.compile(_PREFIX + r"(?P<which>Fastest|Slowest) time\s*:\s*"
+                        r"(?P<t>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:ms)?\s*$")
+# migraphx-driver verify / verify_args: a failed comparison and the lines that describe it
+VERIFY_FAILED = re.compile(_PREFIX + r"FAILED:\s*(?P<name>\S.*?)\s*$")
+VERIFY_DETAIL = re.compile(_PREFIX + r"(?:RMS Error:|error:\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?\s*$|Max diff:|"
+                           r"Mismatch at \d+:|"
+                           r"ref:\s*\S|target:\s*\S|Ref data is all zeros|Target data is all zeros|"
+                           r"Non finite number found)")
+MXR_DUMP = re.compile(_PREFIX + r"Dump:\s*\"?(?P<path>[^\"]*\.mxr)\"?\s*$")
+# migraphx-driver perf / trace lines around a printed program
+PERF_INS = re.compile(r"^(?P<ins>\S+ = .*\S): (?P<t>[\d.]+(?:[eE][-+]?\d+)?)ms, (?P<pct>-?\d+)%\s*$")
+PERF_SUM = re.compile(r"^\s*(?P<name>[@\w:.]+): (?P<t>[\d.]+(?:[eE][-+]?\d+)?)ms(?: / \d+ = [\d.eE+-]+ms)?, -?\d+%\s*$")
+RUN_INS = re.compile(r"^\s*Run instruction: (?P<ins>.*)$")
+RUN_TIME = re.compile(r"^\s*Time: [\d.eE+-]+ms(?:, [\d.eE+-]+ms)*\s*$")
+LABEL = re.compile(r"^\s*(?:Verify: \S.*|ref:|gpu:|cpu:|fpga:|target:|\[\s*(?:RUN|OK|COMPLETE)\s*\].*)\s*$")
+ENV_LINE = re.compile(r"^\s*(?:[A-Z][A-Z0-9_]*=\S*\s*)+$")
 TIME = re.compile(r"^\s*(?P<t>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)\s*ms\s*$")
 NOBIN = re.compile(r"^\s*No binary\s*$")
 FAILED_SOL = re.compile(r"^\s*Failed:\s*(?P<status>\S+)")
@@ -98,7 +114,7 @@ KTIME = re.compile(r"^\s*(?P<name>[A-Za-z_][\w]*(?:::[\w.-]+)+)\s*:\s*(?P<t>\d+(
 DRIVER = re.compile(r"^\s*(?:Running \[ MIGraphX Version|Compiling \.\.\.|Reading: |Allocating params|"
                     r"Running performance report|Summary:|Batch size:|Rate:|Total time:|"
                     r"Total instructions time:|Overhead time:|Overhead:|Compiled |MIGraphX Version)")
-PROMPT = re.compile(r"^\S+@[\w.-]+:\S*[$#]\s")
+PROMPT = re.compile(r"^\S+@[\w.-]+:\S*[$#]\s|^\s*\$\s+\S")     # user@host:dir$ cmd, or "$ cmd" as pasted
 ROCBLAS = re.compile(r"Winning GEMM solution|rocblas|hipblaslt", re.I)
 WARNING = re.compile(r"(?i)\bwarning\b\s*[:!]|^\s*\[\s*W")
 INFO = re.compile(r"^\s*(?:Loaded MLIR backend plugin|Saving benchmark binary|Benchmark MXR files|Built \d+ solutions|"
@@ -168,7 +184,8 @@ def strong_stop(t: str) -> bool:
     (Warnings, errors and other stderr lines may interleave; benchmarking lines and module text cannot.)
     """
     return bool(BENCH_HDR.match(t) or PROBLEM.match(t) or SOLUTION.match(t) or FASTEST.match(t)
-                or SKIPPED.search(t) or MODULE_HDR.match(t) or ins_candidate(t) or TRACEBACK.match(t))
+                or SKIPPED.search(t) or MODULE_HDR.match(t) or ins_candidate(t) or TRACEBACK.match(t)
+                or VERIFY_FAILED.match(t) or BENCH_TIME.match(t))
 
 
 def indent(t: str) -> int:
@@ -180,6 +197,8 @@ def is_bytes_line(t: str) -> bool:
 
 
 def ins_candidate(t: str) -> re.Match | None:
+    if PERF_INS.match(t):          # an instruction with its time (migraphx-driver perf): not module text
+        return None
     m = INS.match(t)
     if not m:
         return None

@@ -213,7 +213,12 @@ class MLIRScan:
 _RESULT_OP = re.compile(r'^\s*%[\w.$#-]+(?::\d+)?(?:\s*,\s*%[\w.$#-]+(?::\d+)?)*\s*=\s*'
                         r'(?P<op>"[A-Za-z_][\w$.]*"|[A-Za-z_][\w$]*\.[\w.$]+)(?P<rest>.*)$')
 _STMT_OP = re.compile(r'^\s*(?P<op>"[A-Za-z_][\w$.]*"|[A-Za-z_][\w$]*\.[\w.$]+|return)(?P<rest>(?:\s|\(|$).*)$')
-_FUNC = re.compile(r'func\.func\s+(?:(?:private|public|nested)\s+)?@(?P<name>"[^"]*"|[\w.$-]+)')
+_FUNC = re.compile(r'(?:func\.func|builtin\.func|(?<![\w.$"])func(?=\s+(?:(?:private|public|nested)\s+)?@))'
+                   r'\s+(?:(?:private|public|nested)\s+)?@(?P<name>"[^"]*"|[\w.$-]+)')
+# MLIR's generic form: "func.func"() ({ ^bb0(%arg0: T, ..): .. }) {function_type = (T, ..) -> R, sym_name = "f"} : () -> ()
+_GENERIC_FUNC = re.compile(r'"(?:func\.func|builtin\.func)"\s*\(')
+_SYM_NAME = re.compile(r'(?<![\w.$])"?sym_name"?\s*=\s*"(?P<name>[^"]*)"')
+_FUNCTION_TYPE = re.compile(r'(?<![\w.$])"?function_type"?\s*=\s*\(')
 _ALIAS = re.compile(r"^\s*(?P<name>#[\w.$-]+)\s*=")
 
 
@@ -228,6 +233,34 @@ def _match_close(s: str, i: int, open_c: str, close_c: str) -> int:
             if depth == 0:
                 return j
     return -1
+
+
+def _scan_generic_func(text: str, start: int, stop: int, line: int) -> FuncScan:
+    """A func in the generic form: its name and types come from its attributes (after the body, so the
+    text up to the next func, ``stop``, is searched); a log that cuts it before them keeps the name only."""
+    part = text[start:stop]
+    nm = _SYM_NAME.search(part)
+    f = FuncScan(name=nm.group("name") if nm else "", line=line)
+    ft = _FUNCTION_TYPE.search(part)
+    if ft is None:
+        f.signature_complete = False
+        return f
+    i = ft.end() - 1
+    j = _match_close(part, i, "(", ")")
+    if j < 0:
+        f.signature_complete = False
+        return f
+    f.args = [parse_type(a.strip()) for a in split_top(part[i + 1:j], ",") if a.strip()]
+    r = re.match(r"\s*->\s*", part[j + 1:])
+    if r:
+        rest = part[j + 1 + r.end():]
+        if rest.startswith("("):
+            k = _match_close(rest, 0, "(", ")")
+            res = rest[1:k] if k >= 0 else rest[1:]
+        else:
+            res = split_top(re.split(r"[}\n]", rest, 1)[0], ",")[0]
+        f.results = [parse_type(x.strip()) for x in split_top(res, ",") if x.strip()]
+    return f
 
 
 def _scan_func(text: str, start: int, line: int) -> FuncScan:
@@ -328,7 +361,14 @@ def _scan_into(sc: MLIRScan, text: str) -> None:
                 hi = mid - 1
         return lo + 1
 
-    funcs = [(m.start(), _scan_func(text, m.start(), line_of(m.start()))) for m in _FUNC.finditer(text)]
+    starts = sorted([(m.start(), "custom") for m in _FUNC.finditer(text)]
+                    + [(m.start(), "generic") for m in _GENERIC_FUNC.finditer(text)])
+    funcs = []
+    for k, (at, form) in enumerate(starts):
+        stop = starts[k + 1][0] if k + 1 < len(starts) else len(text)
+        f = _scan_func(text, at, line_of(at)) if form == "custom" else \
+            _scan_generic_func(text, at, stop, line_of(at))
+        funcs.append((at, f))
     sc.funcs = [f for _, f in funcs]
     func_lines = [f.line for f in sc.funcs]
     for f in sc.funcs:
@@ -341,7 +381,8 @@ def _scan_into(sc: MLIRScan, text: str) -> None:
             sc.aliases.append(am.group("name"))
             continue
         s = line.lstrip()
-        if s.startswith("func.func") or s.startswith("module") or s.startswith("//"):
+        if s.startswith(("func.func", "module", "//", "builtin.func", '"func.func"', '"builtin.module"',
+                         '"builtin.func"', "})")) or _FUNC.match(s):
             continue
         m = _RESULT_OP.match(line) or _STMT_OP.match(line)
         if not m:

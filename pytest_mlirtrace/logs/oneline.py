@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .blocks import bench_line, bytes_line
 from .errors import error_line
-from .lines import (BLANK, COMMENT, DRIVER, INFO, KTIME, MLIR_HASH, MODULE_HDR, NOBIN, PROMPT, ROCBLAS, SHAPE_LINE,
-                    TIME, WARNING, Line, is_bytes_line)
+from .lines import (BLANK, COMMENT, DRIVER, ENV_LINE, INFO, KTIME, LABEL, MLIR_HASH, MODULE_HDR, NOBIN, PERF_INS,
+                    PERF_SUM, PROMPT, ROCBLAS, RUN_INS, RUN_TIME, SHAPE_LINE, TIME, WARNING, Line, is_bytes_line)
 from .parts import KernelTiming, OtherLine
 from .reader import Reader
 
@@ -44,6 +44,18 @@ def other_kind(L: Line) -> str:
     t = L.text
     if DRIVER.match(t):
         return "driver"
+    if PERF_INS.match(t):
+        return "perf_instruction"      # migraphx-driver perf: an instruction and its time
+    if PERF_SUM.match(t):
+        return "perf_summary"          # migraphx-driver perf: time per op
+    if RUN_INS.match(t):
+        return "run_instruction"       # MIGRAPHX_TRACE_EVAL
+    if RUN_TIME.match(t):
+        return "run_time"
+    if LABEL.match(t):
+        return "label"                 # "ref:", "gpu:", "Verify: add", "[ RUN ] test"
+    if ENV_LINE.match(t):
+        return "environment"
     if PROMPT.match(t):
         return "prompt"
     if TIME.match(t) or NOBIN.match(t):

@@ -196,6 +196,9 @@ class BenchmarkBlock:
     skipped: int | None = None
     skipped_line: int | None = None
     from_database: bool = False
+    fastest_time_ms: float | None = None     # "Fastest time: <t>"
+    slowest_time_ms: float | None = None     # "Slowest time: <t>"
+    time_lines: list[int] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -230,6 +233,8 @@ class BenchmarkBlock:
                 "solutions": [s.to_dict() for s in self.solutions],
                 "fastest": self.fastest.to_dict() if self.fastest else None, "fastest_line": self.fastest_line,
                 "skipped": self.skipped, "skipped_line": self.skipped_line, "from_database": self.from_database,
+                "fastest_time_ms": self.fastest_time_ms, "slowest_time_ms": self.slowest_time_ms,
+                "time_lines": self.time_lines,
                 "complete": self.complete, "best": b.to_dict() if b else None}
 
 
@@ -253,6 +258,8 @@ class ErrorPart:
     context: list[tuple[int, str]] = field(default_factory=list)
     bench: int | None = None            # the benchmark block running when it was printed
     solution: str | None = None         # ... and the solution it was timing (no result line came)
+    dump: str | None = None             # the .mxr a "Dump: <path>" line after it names
+    dump_line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "line": self.line, "end_line": self.end_line, "kind": self.kind,
@@ -260,7 +267,8 @@ class ErrorPart:
                 "problem": self.problem.to_dict() if self.problem else None, "op": self.op,
                 "location": self.location, "function": self.function, "detail": self.detail,
                 "mlir_op": self.mlir_op, "exception_type": self.exception_type,
-                "context": [list(c) for c in self.context], "bench": self.bench, "solution": self.solution}
+                "context": [list(c) for c in self.context], "bench": self.bench, "solution": self.solution,
+                "dump": self.dump, "dump_line": self.dump_line}
 
 
 @dataclass
@@ -336,6 +344,10 @@ class TraceLogParts:
                 "kernel_timings": len(self.kernel_timings), "code_objects": len(self.code_objects),
                 "blank_lines": self.blank_lines}
 
+    def unrecognised(self) -> list[OtherLine]:
+        """The lines no reader knows (kept in ``other`` with kind ``text``/``unread``), in log order."""
+        return [o for o in self.other if o.kind in ("text", "unread")]
+
     def other_kinds(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for o in self.other:
@@ -409,10 +421,13 @@ class TraceLogParts:
                 bits.append(f"no 'Fastest solution' line; best timed {b.best.config.raw} {b.best.time_ms}ms")
             if b.skipped is not None:
                 bits.append(f"skipped {b.skipped}")
+            if b.fastest_time_ms is not None or b.slowest_time_ms is not None:
+                bits.append(f"fastest time {b.fastest_time_ms}ms, slowest time {b.slowest_time_ms}ms")
             out.append(head + ("; " + "; ".join(bits) if bits else ""))
         for e in self.errors:
             during = f" [while benchmarking {e.solution} of benchmark {e.bench}]" if e.solution else ""
-            out.append(f"  error {e.index} (line {e.line}) {e.kind}: {e.message[:160]}{during}")
+            out.append(f"  error {e.index} (line {e.line}) {e.kind}: {e.message[:160]}{during}"
+                       + (f"; dump {e.dump} (line {e.dump_line})" if e.dump else ""))
         for t in self.kernel_timings:
             out.append(f"  kernel timing (line {t.line}) {t.name}: {t.time_ms}ms")
         for co in self.code_objects:
@@ -420,6 +435,11 @@ class TraceLogParts:
                        + (f", kernels {', '.join(co.kernel_names)}" if co.kernel_names else ""))
         if self.other:
             out.append("  other lines: " + ", ".join(f"{k} {n}" for k, n in sorted(self.other_kinds().items())))
+        unknown = self.unrecognised()
+        if unknown:     # their text is in parts.json / import-lines.json (a log line is not echoed as ours)
+            nums = [str(o.line) for o in unknown]
+            out.append(f"  unrecognised lines ({len(unknown)}): line " + ", ".join(nums[:50])
+                       + (f", ... ({len(nums) - 50} more)" if len(nums) > 50 else ""))
         if self.errors_found:
             out.append("  problems found in the log:")
             out.extend(f"    line {e.line}: {e.message}" for e in self.errors_found)

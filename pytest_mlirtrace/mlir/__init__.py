@@ -23,8 +23,10 @@ __all__ = ["emit_mlir", "emit_func", "param_names", "parse_mlir", "parse_mlir_mo
 
 
 def is_mlir(text: str) -> bool:
-    """Does ``text`` look like MLIR (rather than MIGraphX module text)?"""
+    """Does ``text`` look like MLIR (rather than MIGraphX module text)? Also the 2022 ``func @f`` and MLIR's
+    generic form (``"func.func"() ({...})``, ``"builtin.module"() ({...})``)."""
     import re
 
-    return bool(re.search(r'(?m)^\s*(module(\s+@([\w.$-]+|"(?:[^"\\\n]|\\.)*"))?\s*(attributes\b.*)?\{|func\.func\b)',
+    return bool(re.search(r'(?m)^\s*(module(\s+@([\w.$-]+|"(?:[^"\\\n]|\\.)*"))?\s*(attributes\b.*)?\{|func\.func\b'
+                          r'|func\s+(?:(?:private|public|nested)\s+)?@|"(?:builtin\.module|func\.func|builtin\.func)"\s*\()',
                           text))

@@ -7,13 +7,15 @@
   both assembly syntaxes rocMLIR has had::
 
       %3 = migraphx.dot(%2, %0) : (tensor<..>, tensor<..>) -> tensor<..>       (old)
+      %1 = migraphx.softmax(%0) {axis = 2 : i64} : tensor<..> -> tensor<..>     (2023: no parentheses)
+      func @main(..) {..}, "func.func"() ({..}) {sym_name = ..}                 (2022 func, generic form)
       %0 = migraphx.dot %arg0, %arg1 : <1x5x4xf32, 20x4x1>, <..> -> <..>      (new)
       %1 = migraphx.convert %0 : <..> to <..>                                  (new convert)
       %5 = migraphx.quant_dot %a scaled by %sa, %b scaled by %sb : T scaled by T, ... -> T
       %0 = migraphx.literal (dense<..> : tensor<..>) : <1xf32, 0>              (literal)
 
   and the generic form ``"migraphx.dot"(%a, %b) : (..) -> ..`` through xDSL itself.
-* ops the IR layer has no rule for (convolution, quantizelinear, unpack, ...) parse as
+* ops the IR layer has no rule for (unpack, pooling, batch_norm_inference, ...) parse as
   :class:`MIGraphXOp` subclasses made on demand by :class:`MIGraphXContext`, so a func
   using them still parses and the converter can name the op it does not support.
 * an op of another dialect written in its custom syntax (``mhal.launch @f (...)``) cannot
@@ -177,12 +179,18 @@ class MIGraphXOp(IRDLOperation):
             attrs = parser.parse_optional_attr_dict()
             parser.parse_punctuation(":", " before the op's types")
             tpos = parser.pos
-            parser.parse_punctuation("(", " to open the operand types (old syntax: (T, T) -> T)")
             in_types: list[Attribute] = []
-            if parser.parse_optional_punctuation(")") is None:
+            if parser.parse_optional_punctuation("(") is not None:
+                if parser.parse_optional_punctuation(")") is None:
+                    in_types = parser.parse_comma_separated_list(
+                        parser.Delimiter.NONE, lambda: _parse_value_type(parser))
+                    parser.parse_punctuation(")", " to close the operand types")
+            elif operands:
+                # 2023 MIGraphX: ``migraphx.softmax(%0) {axis = 2 : i64} : T -> T``, ``migraphx.dot(%a, %b) : T, T -> T``
                 in_types = parser.parse_comma_separated_list(
                     parser.Delimiter.NONE, lambda: _parse_value_type(parser))
-                parser.parse_punctuation(")", " to close the operand types")
+            else:
+                parser.parse_punctuation("(", " to open the operand types (old syntax: (T, T) -> T)")
             parser.parse_punctuation("->", " before the result type")
             out_types = _parse_results(parser)
             values = parser.resolve_operands(operands, in_types, tpos)
@@ -340,6 +348,9 @@ _SPECS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
     "where": (("cond", "inA", "inB"), ()),
     "convert": (("inA",), ("target_type",)),
     "clip": (("x", "minVals", "maxVals"), ()),
+    # x, scale[, zero point ("bias" in rocMLIR)]: two or three operands; the result type is the output type
+    "quantizelinear": (None, ()),
+    "dequantizelinear": (None, ()),
     "multibroadcast": (("input",), ("out_lens", "out_dyn_dims")),
     "broadcast": (("input",), ("axis", "out_lens")),
     "transpose": (("input",), ("permutation",)),
@@ -351,12 +362,10 @@ _SPECS: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
     **{op: (("input",), ("axes",)) for op in REDUCE_OPS},
     "dot": (("in_a", "in_b"), ("perf_config",)),
     "quant_dot": (None, ("perf_config",)),
-    # known to rocMLIR, no shape rule in the IR layer: parsed, then reported as unsupported
     "convolution": (("input", "filter"), ("padding", "stride", "dilation", "group", "padding_mode")),
     "quant_convolution": (("input", "filter"), ("padding", "stride", "dilation", "group", "padding_mode")),
+    # known to rocMLIR, no shape rule in the IR layer: parsed, then reported as unsupported
     "backwards_data_convolution": (None, ()),
-    "quantizelinear": (None, ()),
-    "dequantizelinear": (None, ()),
     "unpack": (("input",), ("axis", "isUnsigned")),
     "batch_norm_inference": (None, ()),
     "pad": (("input",), ()),
@@ -386,12 +395,19 @@ def _opaque(name: str) -> type[Operation]:
     return OpaqueOp
 
 
+_OLD_FUNC_NAMES = frozenset({"func", "builtin.func"})
+
+
 class MIGraphXContext(Context):
     """builtin + func + migraphx; any other migraphx.* op is made on demand, other dialects stay opaque."""
 
     def get_optional_op(self, name: str, *, dialect_stack: Sequence[str] = ()):
         if (op := self._get_known_op(name)) is not None:
             return op
+        if name in _OLD_FUNC_NAMES:         # ``func @f(..)`` / ``builtin.func``: MLIR before the func dialect (2022)
+            return self._get_known_op("func.func")
+        if name == "std.return":            # the standard dialect's return, before func.return (2022)
+            return self._get_known_op("func.return")
         for dialect in reversed(dialect_stack):
             if (op := self._get_known_op(f"{dialect}.{name}")) is not None:
                 return op

@@ -22,6 +22,7 @@
   ``migraphx.convert %a : <..> to <..>``;
 * ``convert`` prints no ``target_type``: the result type says it -- except a convert to
   bool, whose result is printed ``i8`` like every bool, so it keeps ``target_type = 0 : i64``;
+  nor does ``quantizelinear`` print its ``out_type`` (rocMLIR's op has no attributes);
 * literals: ``migraphx.literal(dense<..> : tensor<..>) : <..>`` (shaped) and
   ``migraphx.literal() {value = dense<..> : tensor<..>} : () -> tensor<..>`` (tensor);
 * ``reshape_lazy``, ``squeeze``, ``unsqueeze`` and ``flatten`` are printed as
@@ -84,6 +85,8 @@ def attr_dict(ins: Instruction) -> str:
         target = attrs.pop("target_type", None)
         if ins.shape is not None and ins.shape.dtype.name == "bool":
             attrs["target_type"] = 0 if target is None else target
+    if ins.op == "quantizelinear":
+        attrs.pop("out_type", None)        # the result type says it
     if not attrs:
         return ""
     return "{" + ", ".join(f"{attr_name(k)} = {fmt_attr_value(attrs[k])}" for k in sorted(attrs)) + "}"

@@ -36,7 +36,7 @@ from pytest_mlirtrace.ir.text import unquote_string
 from .dialect import OPS
 from .funcattrs import FuncAttrs
 from .literals import parse_dense_payload, storage_from_values
-from .rules import ATTR_ORDER, MLIR_ONLY_ATTRS, strides_ok
+from .rules import ATTR_ORDER, MLIR_ONLY_ATTRS, boundary_problem, implied_attrs, strides_ok
 from .types import same_dtype
 
 # ------------------------------------------------------------- the pieces --
@@ -371,11 +371,15 @@ def _parse(pf, text: str, start: int, end: int, param_names: list[str] | None) -
             if name in values:
                 raise _No
             t = _type(ty)
+            if t.syntax != "tensor" and boundary_problem(t.shape, "argument") is not None:
+                raise _No                 # xDSL's path says why
             values[name] = ("", t)
             arg_names.append(name)
             arg_types.append(t)
     res = h.group("res")
     out_types = [_type(t) for t in _all(_TYPES, res)]
+    if any(t.syntax != "tensor" and boundary_problem(t.shape, "result") is not None for t in out_types):
+        raise _No
     fattrs = _attrs(h.group("attrs"))
     n = len(arg_names)
     if param_names is not None and len(param_names) != n:
@@ -450,6 +454,9 @@ def _parse(pf, text: str, start: int, end: int, param_names: list[str] | None) -
             out = _type(r.group("out"))
             syntaxes.add(out.syntax)
             attrs = _op_attrs(short, _attrs(r.group("attrs")), perf_configs)
+            if short == "multibroadcast" and attrs.get("out_lens") != list(out.lens):
+                raise _No                 # the xDSL path follows the result type and keeps a note
+            implied_attrs(short, attrs, len(inputs), out.shape.dtype)
             if short == "convert":
                 tt = attrs.get("target_type")
                 if tt is None:

@@ -5,8 +5,8 @@ migraphx dialect (:mod:`.dialect`), then turned into a module by running the IR'
 rules on it.  A func comes back as a :class:`ParsedFunc` that is one of
 
 * ``ok``: ``.module`` holds the program; every printed result type agreed with the rules;
-* ``unsupported``: it uses an op or element type the IR does not have (convolution,
-  quantizelinear, ``mhal.launch``, ``f4E2M1FN``...) or is only a declaration; the reason
+* ``unsupported``: it uses an op or element type the IR does not have (unpack,
+  pooling, ``mhal.launch``, ``f4E2M1FN``...) or is only a declaration; the reason
   names the op / type and its line:column;
 * ``invalid``: well-formed MLIR whose types break the shape rules; the reason says how.
 
@@ -27,13 +27,18 @@ position, as MIGraphX names them.
 What the checks allow (they accept what MIGraphX itself emits):
 * element types: ``i32`` = ``si32``; a bool result may be printed ``i8`` (MIGraphX's boolean
   at the rocMLIR boundary); a comparison may print its input type (rocMLIR style);
-* strides (``!migraphx.shaped`` only): view ops (transpose, broadcast, multibroadcast, slice,
-  squeeze, unsqueeze) must print the strides their rule gives for the printed input, or
-  for a standard (contiguous) input -- MIGraphX drops ``contiguous`` when it emits MLIR --
-  or standard strides (rocMLIR's own tests give intermediate values a standard layout);
-  ops that make a new value (pointwise, dot, reduce, softmax) may print the rule's strides
-  or any packed layout; reshape's strides are not checked (rocMLIR keeps broadcast strides).
-  The module keeps the printed strides (the func's result types are the output layout).
+* strides (``!migraphx.shaped`` only), rocMLIR's rules (:func:`.rules.stride_problem`): rocMLIR gives
+  the strides of a value inside a func no meaning, and lays the func's arguments and results out in memory
+  (``asMemoryLayoutTensor``; :func:`~pytest_mlirtrace.ir.shape.layout_problem`).  So any strides it can
+  lay out are taken -- permuted (a convolution writing NHWC), padded rows, broadcast views -- and kept in
+  the module (the views after a value read its printed strides; the func's result types are the output
+  layout); refused, with line:col: a layout no memory has (smallest stride not 1, overlapping dims, a
+  padded stride that is not a multiple of the inner one), a computed value printed as a broadcast, and a
+  broadcast kernel output.  reshape's strides are not checked (rocMLIR keeps broadcast strides).
+* a ``multibroadcast`` whose ``out_lens`` disagrees with its printed result type follows the result type,
+  as rocMLIR's lowering does; the disagreement is kept in :attr:`ParsedFunc.notes`.
+* forms: MLIR of 2022 (``func @f``, ``builtin.func``, ``std.return``), the op forms of every year
+  (:mod:`.dialect`) and MLIR's generic form (``"func.func"() ({..}) {sym_name = ..}``, ``<{..}>`` properties).
 * ``perf_config`` op attributes are tuning annotations, not op attributes: they are kept
   in :attr:`ParsedFunc.perf_configs` and not in the module.
 """
@@ -58,11 +63,11 @@ from pytest_mlirtrace.ir.ops import BINARY_OPS, COMPARE_OPS, RULES
 from pytest_mlirtrace.ir.shape import Shape
 
 from . import fast, split
-from .dialect import MIGraphXOp, TrackingParser, UnknownCustomOp, make_context
+from .dialect import MIGraphXOp, ShapedType, TrackingParser, UnknownCustomOp, make_context
 from .errors import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, line_col
 from .funcattrs import FuncAttrs
 from .literals import RawAttr, storage_from_values
-from .rules import ATTR_ORDER, MLIR_ONLY_ATTRS, strides_ok
+from .rules import ATTR_ORDER, MLIR_ONLY_ATTRS, boundary_problem, implied_attrs, stride_problem
 from .strings import symbol_ref
 from .types import TypeProblem, attr_text, dtype_of, same_dtype, shape_of
 
@@ -83,6 +88,7 @@ class ParsedFunc:
     arg_names: list[str] = field(default_factory=list)
     param_names: list[str] = field(default_factory=list)
     perf_configs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)     # what was taken though it is odd (with line:col)
     text: str = ""                        # the func's own source text
     _func_op: FuncOp | None = field(default=None, repr=False, compare=False)
     _lazy: bool = field(default=False, repr=False, compare=False)    # read by the fast path: xDSL op on demand
@@ -442,6 +448,9 @@ class _Converter:
             except TypeProblem as e:
                 self.unsupported(f"argument %{self.pf.arg_names[i]} at {self.arg_where(i, self.pf.arg_names[i])}: {e}")
             self.syntaxes.add(syntax)
+            why = boundary_problem(s, "argument")
+            if why is not None:
+                self.invalid(f"argument %{self.pf.arg_names[i]} at {self.arg_where(i, self.pf.arg_names[i])}: {why}")
             self.m.add_param(pnames[i], s.dtype, s.lens, s.strides)
             self.names[id(a)] = pnames[i]
         returned = False
@@ -472,6 +481,12 @@ class _Converter:
         if got != outs:
             self.invalid(f"return at {self.where(op)} returns ({', '.join(map(attr_text, got))}) but the func's "
                          f"result types are ({', '.join(map(attr_text, outs))})")
+        for k, t in enumerate(outs):
+            if isinstance(t, ShapedType):
+                why = boundary_problem(shape_of(t)[0], "result")
+                if why is not None:
+                    self.invalid(f"result {k} of {symbol_ref(self.pf.name)} ({attr_text(t)}) at {self.where(op)}: "
+                                 f"{why}")
         self.m.add_return(*[self._input(v) for v in op.operands])
 
     def _literal(self, op: Operation, value: Attribute, out: Attribute) -> None:
@@ -507,6 +522,9 @@ class _Converter:
         from xdsl.utils.exceptions import VerifyException
 
         where = self.where(op)
+        if op.properties:           # the generic form of newer MLIR prints inherent attributes as <{..}> properties
+            op.attributes.update(op.properties)
+            op.properties.clear()
         try:
             op.verify()             # IRDL: operand / result / attribute constraints, then verify_()
         except VerifyException as e:
@@ -527,6 +545,7 @@ class _Converter:
                     self.pf.perf_configs.append(str(v))
                 continue
             attrs[k] = _py(op.attributes[k])
+        implied_attrs(short, attrs, len(op.operands), out.dtype)
         if short == "convert":
             t = attrs.get("target_type")
             if t is None:
@@ -537,6 +556,10 @@ class _Converter:
                 self.invalid(f"{op.name} at {where}: target_type = {t} ({BY_TYPE_ID[t].migraphx}) but the result "
                              f"type is {out.dtype.mlir}")
         inputs = [self._input(v) for v in op.operands]
+        if short == "multibroadcast":
+            note = follow_result_lens(attrs, in_shapes, out.lens)
+            if note:
+                self.pf.notes.append(f"{op.name} at {where}: {note}")
         if short in BINARY_OPS or short in COMPARE_OPS or short == "where":
             inputs = self._implicit_broadcast(inputs, out.lens)
             in_shapes = [self.m.get(i).shape for i in inputs]
@@ -579,13 +602,27 @@ class _Converter:
         if isinstance(op.results[0].type, TensorType):
             ins.shape = Shape(rule.dtype, rule.lens, rule.strides)
             return
-        if not self._strides_ok(ins, printed, rule, in_shapes):
-            self.invalid(f"{op.name} at {where}: result strides {list(printed.strides)} but the shape rule gives "
-                         f"{list(rule.strides)}")
+        why = stride_problem(ins, printed, rule, in_shapes)
+        if why is not None:
+            self.invalid(f"{op.name} at {where}: result {why}")
         ins.shape = Shape(rule.dtype, rule.lens, printed.strides)
 
-    def _strides_ok(self, ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> bool:
-        return strides_ok(ins, printed, rule, in_shapes)
+
+def follow_result_lens(attrs: dict, in_shapes: list[Shape], lens: tuple[int, ...]) -> str | None:
+    """A ``multibroadcast`` whose ``out_lens`` disagrees with its printed result type: rocMLIR's lowering
+    (MIGraphXToTosa) reads the result type and never ``out_lens``, so the result type is followed --
+    ``attrs["out_lens"]`` becomes its lens -- when the input broadcasts to it; returns the note to keep
+    (None when they agree, or when the input broadcasts to neither, for the shape rule to refuse)."""
+    given = attrs.get("out_lens")
+    if not isinstance(given, list) or list(given) == list(lens) or len(in_shapes) != 1:
+        return None
+    src = in_shapes[0].lens
+    off = len(lens) - len(src)
+    if off < 0 or any(n not in (1, lens[off + i]) for i, n in enumerate(src)):
+        return None
+    attrs["out_lens"] = list(lens)
+    return (f"out_lens = {list(given)} disagrees with the result type's lens {list(lens)}; the result type is "
+            "followed, as rocMLIR's lowering does")
 
 
 def parse_mlir_module(text: str, source: str = "<mlir>", param_names: list[str] | None = None,

@@ -18,20 +18,53 @@ ATTR_ORDER = {
     "convert": ("target_type",),
     "reduce_sum": ("axes",), "reduce_max": ("axes",), "reduce_min": ("axes",), "reduce_mean": ("axes",),
 }
+
+
+def implied_attrs(short: str, attrs: dict, n_inputs: int, out_dtype) -> None:
+    """Attributes the IR needs that MLIR says through the result type: a ``quantizelinear`` without a zero
+    point quantizes to its printed result type (the IR's ``out_type``; MIGraphX's default is uint8)."""
+    if short == "quantizelinear" and n_inputs == 2 and "out_type" not in attrs and out_dtype.name != "u8":
+        attrs["out_type"] = out_dtype.type_id
+
+
 VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice", "squeeze", "unsqueeze"})
 MLIR_ONLY_ATTRS = frozenset({"perf_config"})
 
 
-def strides_ok(ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> bool:
-    """May ``ins`` print the strides ``printed`` (its shape rule gives ``rule``)? See :mod:`.parse`."""
-    if printed.strides == rule.strides:
-        return True
-    op = ins.op
-    if op == "reshape":
-        return True
-    if op in VIEW_STRIDE_OPS:
-        from pytest_mlirtrace.ir.ops import infer_shape
+def stride_problem(ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> str | None:
+    """Why ``ins`` may not print the strides ``printed`` (its shape rule gives ``rule``), or None.
 
-        alt = infer_shape(ins, [s.as_standard() for s in in_shapes])
-        return alt.strides == printed.strides or printed.standard
-    return printed.packed
+    rocMLIR gives the strides of a value inside a func no meaning (its ops read logical tensors; only
+    the func's arguments and results are laid out in memory, by ``asMemoryLayoutTensor``), so any strides
+    are taken that rocMLIR could lay out (:func:`~pytest_mlirtrace.ir.shape.layout_problem`): permuted
+    (a convolution writing NHWC), padded, or a broadcast made by a view.  Refused: a layout no memory
+    has (innermost stride 2, overlapping dims, a padded stride that is not a multiple of the inner one)
+    and a computed value printed as a broadcast (a 0 stride on a dim longer than 1).  reshape's strides
+    are not checked (rocMLIR's own tests keep broadcast strides through a reshape)."""
+    if printed.strides == rule.strides or ins.op in ("reshape", "reshape_lazy"):
+        return None
+    why = printed.layout_problem
+    if why is not None:
+        return why
+    if ins.op not in VIEW_STRIDE_OPS and printed.broadcasted:
+        return (f"strides {list(printed.strides)} make a broadcast (a 0 stride on a dim longer than 1), "
+                "which a computed value cannot be")
+    return None
+
+
+def strides_ok(ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> bool:
+    """May ``ins`` print the strides ``printed``? (:func:`stride_problem` finds none.)"""
+    return stride_problem(ins, printed, rule, in_shapes) is None
+
+
+def boundary_problem(shape: Shape, what: str) -> str | None:
+    """Why a func argument (``what`` = "argument") or result ("result") of this shape cannot cross the
+    kernel boundary, as rocMLIR lays them out: its strides must have a memory layout, and a result,
+    which the kernel writes, cannot be a broadcast."""
+    why = shape.layout_problem
+    if why is not None:
+        return why
+    if what == "result" and shape.broadcasted:
+        return (f"strides {list(shape.strides)} make a broadcast (a 0 stride on a dim longer than 1); "
+                "a kernel output cannot be one")
+    return None

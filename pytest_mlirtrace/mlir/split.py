@@ -30,7 +30,9 @@ _ALIAS = re.compile(r"^[ \t]*[#!][\w.$-]+[ \t]*=.*$", re.M)
 # a string literal (escapes as MLIR's lexer takes them, never across a line), a comment
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 # at the top level: what func.func may hide in (strings, comments) and func.func itself
-_TOP = re.compile(r'"|//|(?<![\w.$])func\.func\b')
+_TOP = re.compile(r'"|//|(?<![\w.$])(?:func\.func\b|builtin\.func\b|func(?=[ \t]+(?:(?:private|public|nested)[ \t]+)?@))')
+# a func in MLIR's generic form: "func.func"() ({ ^bb0(...): ... }) {sym_name = "f", ...} : () -> ()
+_GENERIC_FUNC = re.compile(r'"(?:func\.func|builtin\.func)"')
 # Inside brackets: the characters that matter one by one (quotes, comments, brackets, '->'), after a run
 # of text the bracket walk below would pass through with no effect: plain characters, '->', and whole
 # bracket groups two deep with no quote or comment inside (an op's operands and types, an attribute dict,
@@ -163,6 +165,12 @@ def find_funcs(text: str, source: str = "<mlir>") -> list[FuncSpan]:
             break
         i = m.start()
         if m.group() == '"':
+            g = _GENERIC_FUNC.match(text, i)
+            if g is not None:
+                span = _generic_func(text, i, g.end(), source)
+                out.append(span)
+                i = span.end
+                continue
             i = _skip_string(text, i, source)
             continue
         if m.group() == "//":
@@ -220,6 +228,42 @@ def find_funcs(text: str, source: str = "<mlir>") -> list[FuncSpan]:
 
 
 _VISIBILITY = re.compile(r"(private|public|nested)\b")
+_SYM_NAME = re.compile(r'(?<![\w.$])"?sym_name"?\s*=\s*("(?:[^"\\\n]|\\.)*")')
+_SYM_PRIVATE = re.compile(r'(?<![\w.$])"?sym_visibility"?\s*=\s*"private"')
+_GENERIC_TAIL = re.compile(r'\s*:\s*\(\s*\)\s*->\s*\(\s*\)')
+
+
+def _generic_func(text: str, start: int, j: int, source: str) -> FuncSpan:
+    """The span of a func in the generic form, its quoted op name at ``start`` (``j`` just past it):
+    ``"func.func"() <{props}>? ({region})? {attrs}? : () -> ()``; its name is the ``sym_name`` attribute."""
+    where = "the generic func.func"
+    j = _skip_ws(text, j)
+    if not text.startswith("(", j):
+        line, col = line_col(text, j)
+        raise MLIRParseError("expected '(' after \"func.func\" (generic form)", source, line, col, text)
+    j = _skip_balanced(text, j, source, f"the operands of {where}")
+    attrs, has_body = [], False
+    while True:
+        k = _skip_ws(text, j)
+        if text.startswith("<{", k):
+            j = _skip_balanced(text, k, source, f"the properties of {where}")
+            attrs.append(text[k:j])
+        elif text.startswith("(", k):
+            j = _skip_balanced(text, k, source, f"the body of {where}")
+            has_body = bool(re.search(r"[^\s(){}]", text[k:j]))
+        elif text.startswith("{", k):
+            j = _skip_balanced(text, k, source, f"the attributes of {where}")
+            attrs.append(text[k:j])
+        else:
+            break
+    t = _GENERIC_TAIL.match(text, j)
+    end = t.end() if t else j
+    found = next((m for a in attrs for m in [_SYM_NAME.search(a)] if m), None)
+    if found is None:
+        line, col = line_col(text, start)
+        raise MLIRParseError("a func.func in the generic form without a sym_name attribute", source, line, col, text)
+    private = any(_SYM_PRIVATE.search(a) for a in attrs)
+    return FuncSpan(start, end, symbol_name(found.group(1)), has_body, private)
 _ATTRIBUTES = re.compile(r"attributes\b")
 
 

@@ -66,7 +66,8 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
                stderr=None) -> int:
     """Import the log ``text`` (named ``log``) into ``out``: parts.json, a reproducer + ticket per runnable
     MLIR module, import-report.json; what it does is printed to ``stdout`` (errors of the log to
-    ``stderr``). ``make_session()`` gives the TraceSession to run on, made only when there is MLIR to run.
+    ``stderr``); ``import-lines.json`` accounts for every other part and line. ``make_session()`` gives the
+    TraceSession to run on, made only when there is MLIR to run.
     A module the code generator does not support (or one over the session's ``max_bytes``) is listed as
     not runnable with the reason, and the rest is imported.
     The exit status (``vocab.ExitCode``): 0 all that could run ran right (what could not is listed), 1 one
@@ -90,6 +91,7 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
     found = (parts.mlir_modules or parts.module_dumps or parts.benchmarks or parts.errors or parts.code_objects
              or parts.kernel_timings)
     if not found:
+        _write_accounting(parts, out)
         print(f"mlirtrace: {log}: nothing MIGraphX printed was found in it", file=stderr)
         return ExitCode.USAGE
     if not parts.mlir_modules:
@@ -109,10 +111,10 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
             continue
         funcs = [p for p in part.parsed if p.module is not None]
         for func, fmod in zip(funcs, part.modules):
-            module = _module_for(parts, link, fmod)
-            # the func's own MLIR when the module printed several (the span and reproducer name that one)
-            text = part.text if len(funcs) == 1 else func_text(part.text, func.name, where)
             try:
+                module = _module_for(parts, link, fmod)
+                # the func's own MLIR when the module printed several (the span and reproducer name that one)
+                text = part.text if len(funcs) == 1 else func_text(part.text, func.name, where)
                 low = s.pipeline.lower_module(module, mlir_text=text)
                 raw = _logged_solution(parts, link)
                 sol, how = _map_solution(s.pipeline, low, raw)
@@ -125,9 +127,13 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
                         sol = tuned.best.solution if tuned.best is not None else None
                         how += "; using the best of a quick tune" if sol is not None else "; no solution passed a tune"
                 res = s.pipeline.run(module, solution=sol, mlir_text=text)
-            except (LoweringError, SizeLimitError, IRError) as e:
+            except (KeyboardInterrupt, SystemExit, MemoryError):
+                raise
+            except Exception as e:  # noqa: BLE001 - one module that cannot run never loses the log's report
                 why = (f"not supported: {e}" if isinstance(e, LoweringError) else
-                       f"too large: {e}" if isinstance(e, SizeLimitError) else f"invalid: {e}")
+                       f"too large: {e}" if isinstance(e, SizeLimitError) else
+                       f"invalid: {e}" if isinstance(e, IRError) else
+                       f"not supported here: the code generator stopped with {type(e).__name__}: {e}")
                 print(f"MLIR {part.index} ({where}) @{func.name}: not runnable: {why}", file=stdout)
                 report.append({"mlir": part.index, "func": func.name, "runnable": False, "why_not": why})
                 continue
@@ -153,4 +159,70 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
                            "reproducer": str(w.script_path), "signature": w.signature})
     with open(os.path.join(out, "import-report.json"), "w") as f:
         json.dump(report, f, indent=1)
-    return ExitCode.FAILURE if failed else ExitCode.OK
+    dump_runs, dump_failed = _run_dumps(parts, log, s, writer, stdout)
+    _write_accounting(parts, out, dump_runs)
+    return ExitCode.FAILURE if failed or dump_failed else ExitCode.OK
+
+
+def _run_dumps(parts, log: str, s, writer, stdout) -> tuple[dict[int, dict], int]:
+    """Run each module dump that no MLIR module printed with it and that runs as printed (its default
+    solution, checked against the oracle); a reproducer for each. {dump index: what happened}, failures."""
+    from ..ir.text import not_runnable
+    from .record import FailureRecord
+
+    linked = {ln.module for ln in parts.links.values() if ln.module is not None}
+    out: dict[int, dict] = {}
+    failed = 0
+    for d in parts.module_dumps:
+        if d.index in linked or not d.runnable or d.module is None or not_runnable(d.module):
+            continue
+        where = f"{log}:{d.start_line}-{d.end_line}"
+        try:
+            module = d.module.copy()
+            module.verify()
+            low = s.pipeline.lower_module(module)
+            sol, _ = s.pipeline.best_known(low)
+            res = s.pipeline.run(module, solution=sol)
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a dump that cannot run is listed with why, the import goes on
+            why = f"{type(e).__name__}: {e}".split("\n")[0]
+            out[d.index] = {"ran": False, "why_not": why}
+            print(f"module dump {d.index} ({where}): not run: {why}", file=stdout)
+            continue
+        origin = f"import-trace {where}"
+        if res.ok:
+            rec = FailureRecord("imported", res.compiled.span, "run",
+                                f"module dump imported from {where}; runs correctly on {s.device.key_name}",
+                                seed=res.seed, origin=origin, time_ms=res.time_ms)
+        else:
+            failed += 1
+            rec = FailureRecord.from_run(res, origin=origin, device_info=s.device)
+        w = writer.write(rec)
+        out[d.index] = {"ran": True, "status": res.status, "solution": res.compiled.span.solution,
+                        "reproducer": str(w.script_path)}
+        print(f"module dump {d.index} ({where}): {'ok' if res.ok else f'FAILED ({res.status})'} with solution "
+              f"{res.compiled.span.solution}; reproducer {w.script_path}", file=stdout)
+    return out, failed
+
+
+def _write_accounting(parts, out: str, dump_runs: dict | None = None) -> None:
+    """``import-lines.json``: what each part of the log became -- every module dump with why it cannot run
+    as printed, the count of lines of each kind, and every line no reader knows, with its line number."""
+    from ..ir.text import not_runnable
+
+    dumps = []
+    for d in parts.module_dumps:
+        why = list(d.unsupported)
+        if d.module is not None and not why:
+            why = not_runnable(d.module)
+        entry = {"module_dump": d.index, "lines": [d.start_line, d.end_line], "name": d.name,
+                 "runnable": not why and d.runnable, "why_not": why or None}
+        entry.update((dump_runs or {}).get(d.index, {}))
+        dumps.append(entry)
+    acc = {"log": parts.source, "n_lines": parts.n_lines, "counts": parts.counts(), "other_kinds": parts.other_kinds(),
+           "module_dumps": dumps,
+           "unrecognised": [{"line": o.line, "text": o.text} for o in parts.unrecognised()],
+           "problems": [e.to_dict() for e in parts.errors_found]}
+    with open(os.path.join(out, "import-lines.json"), "w") as f:
+        json.dump(acc, f, indent=1)

@@ -58,28 +58,31 @@ def test_a_file_that_is_not_utf8_is_reported_at_its_first_bad_byte(tmp_path, cap
 NOT_SUPPORTED = {
     "empty": (func("empty", "0x4xf32"), r"@2 = add: empty tensor \[0, 4\]"),
     "huge": (func("huge", "50000x50000xf32"), r"x0 = @param: 2500000000 storage elements do not fit"),
-    "attention": ("""
+    "max_between_gemms": ("""
         func.func @attn(%arg0: tensor<1x4x8xf32>, %arg1: tensor<1x8x4xf32>, %arg2: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> {
           %0 = migraphx.dot(%arg0, %arg1) : (tensor<1x4x8xf32>, tensor<1x8x4xf32>) -> tensor<1x4x4xf32>
-          %1 = migraphx.softmax(%0) {axis = 2 : i64} : (tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-          %2 = migraphx.dot(%1, %arg2) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-          return %2 : tensor<1x4x8xf32>
+          %1 = migraphx.reduce_max(%0) {axes = [2]} : (tensor<1x4x4xf32>) -> tensor<1x4x1xf32>
+          %2 = migraphx.multibroadcast(%1) {out_lens = [1, 4, 4]} : (tensor<1x4x1xf32>) -> tensor<1x4x4xf32>
+          %3 = migraphx.sub(%0, %2) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+          %4 = migraphx.dot(%3, %arg2) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+          return %4 : tensor<1x4x8xf32>
         }
-        """, r"attention-like pattern dot -> softmax -> dot"),
-    "two_dots": ("""
-        func.func @two_dots(%arg0: tensor<4x8xf32>, %arg1: tensor<8x4xf32>, %arg2: tensor<4x8xf32>) -> tensor<4x8xf32> {
+        """, r"@4 = reduce_max between the gemms @3 and @7: only a softmax"),
+    "three_dots": ("""
+        func.func @three_dots(%arg0: tensor<4x8xf32>, %arg1: tensor<8x4xf32>, %arg2: tensor<4x8xf32>) -> tensor<4x4xf32> {
           %0 = migraphx.dot(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
           %1 = migraphx.dot(%0, %arg2) : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-          return %1 : tensor<4x8xf32>
+          %2 = migraphx.dot(%1, %arg1) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+          return %2 : tensor<4x4xf32>
         }
-        """, r"more than one gemm in one module \(@3 = dot, @4 = dot\)"),
-    "two_outputs": ("""
-        func.func @two_outs(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
-          %0 = migraphx.add(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-          %1 = migraphx.mul(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-          return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+        """, r"3 gemms in one module \(@3 = dot, @4 = dot, @5 = dot\)"),
+    "two_outputs_of_a_reduction": ("""
+        func.func @two_outs(%arg0: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x8xf32>) {
+          %0 = migraphx.reduce_sum(%arg0) {axes = [1]} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+          %1 = migraphx.neg(%arg0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+          return %0, %1 : tensor<4x1xf32>, tensor<4x8xf32>
         }
-        """, r"module returns 2 values"),
+        """, r"module returns 2 values \(@1, @2\); a reduce kernel has one output"),
     "unknown_op": ("""
         func.func @nms(%arg0: tensor<1x6x4xf32>, %arg1: tensor<1x1x6xf32>) -> tensor<3x3xi64> {
           %0 = migraphx.nonmaxsuppression(%arg0, %arg1) : (tensor<1x6x4xf32>, tensor<1x1x6xf32>) -> tensor<3x3xi64>
@@ -113,7 +116,7 @@ def _log_with(tmp_path, *modules: str, bad_byte: bool = False) -> Path:
 
 
 def test_import_trace_lists_a_module_that_is_not_supported_and_imports_the_rest(tmp_path, capsys):
-    log = _log_with(tmp_path, NOT_SUPPORTED["attention"][0], SMALL.read_text(), bad_byte=True)
+    log = _log_with(tmp_path, NOT_SUPPORTED["max_between_gemms"][0], SMALL.read_text(), bad_byte=True)
     out = tmp_path / "r"
     rc = main(["import-trace", str(log), "--out", str(out), "--no-tune"])
     cap = capsys.readouterr()
@@ -122,7 +125,7 @@ def test_import_trace_lists_a_module_that_is_not_supported_and_imports_the_rest(
     assert f"{log}:1:5: not UTF-8 text: byte 0xe9 at offset 4" in cap.err       # reported, then replaced
     report = json.loads((out / "import-report.json").read_text())
     assert [r["runnable"] for r in report] == [False, True]
-    assert "attention-like pattern dot -> softmax -> dot" in report[0]["why_not"]
+    assert "reduce_max between the gemms" in report[0]["why_not"]
     assert f"not runnable: {report[0]['why_not']}" in cap.out
     assert report[1]["status"] == "ok" and Path(report[1]["reproducer"]).is_file()
 

@@ -27,6 +27,7 @@ def _load(name: str):
 KINDS = {  # what each test module is, as the code generator sees it
     "causal_offset_f32.mlir": ("attention", "attention"),
     "split_kv_lse_f32.mlir": ("attention", "attention"),
+    "conv_gemm_f32.mlir": ("attention", "conv_gemm"),
     "decomposed_softmax_f16.mlir": ("attention", "attention"),
     "gqa_bias_f16.mlir": ("attention", "attention"),
     "kv_cache_mask_f32.mlir": ("attention", "attention"),
@@ -51,6 +52,9 @@ def test_kind_and_key(name):
         causal = "true" if name.startswith("causal") else "false"
         lse = "true" if "lse" in name else "false"
         assert f" -causal {causal} -return_lse {lse} -g " in p.key() and "-seq_len_k" in p.key()
+    if p.key_kind == "conv_gemm":
+        assert p.key() == ("-t f32 -f GNC01 -I NGC01 -transC false -transO false -n 2 -c 3 -H 9 -W 9 -k 8 -y 3 -x 3 "
+                           "-p 1 -q 1 -u 2 -v 2 -l 1 -j 1 -g 1 -gemmO 6")
     if p.key_kind == "gemm_gemm":
         assert p.key().endswith("-m 20 -n 28 -k 12 -gemmO 36") and "-transC true" in p.key()
 
@@ -166,6 +170,11 @@ CORPUS = {
     "Dialect__MIGraphX__integration__mixr-dot-add-reduce-sum.e2e.mlir": {"dot_add_reduce_sum": ("reduce", "reduce")},
     "Dialect__MIGraphX__integration__mixr-dot-add-reduce-sum-f16.e2e.mlir":
         {"dot_add_reduce_sum_f16": ("reduce", "reduce")},
+    "fusion__pr-e2e__conv-gemm__mixr-conv1x1-gemm-scale-bias.mlir": {"mlir_conv_gemm": ("attention", "conv_gemm")},
+    # two outputs; their multibroadcast's out_lens contradicts its result type, rocMLIR follows the type
+    "fusion__e2e__migraphx-multi-output.mlir": {"test_mo": ("gemm", "gemm")},
+    "fusion__e2e__multiple-outputs__migraphx-mbcast-two-outputs.mlir": {"test_mo": ("gemm", "gemm")},
+    "fusion__e2e__mixr-quantizelinear__mixr-quant-quant-dot-bias-i8.mlir": {"mlir_quantizelinear_i8": ("gemm", "gemm")},
 }
 
 

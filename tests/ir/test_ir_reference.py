@@ -47,7 +47,8 @@ def test_every_op_is_covered():
     covered = set(HAND_UNARY) | set(BINARY_OPS) | set(COMPARE_OPS) | set(REDUCE_OPS) | {
         "where", "convert", "multibroadcast", "broadcast", "transpose", "reshape", "reshape_lazy", "contiguous",
         "slice", "squeeze", "unsqueeze", "dot", "quant_dot", "softmax",
-        "convolution", "quant_convolution"}      # test_ir_conv.py
+        "convolution", "quant_convolution",      # test_ir_conv.py
+        "clip", "quantizelinear", "dequantizelinear"}      # test_ir_quant_ops.py
     assert set(RULES) <= covered
     assert set(UNARY_OPS) == set(HAND_UNARY)
 
@@ -94,7 +95,8 @@ def test_integer_div_truncates_toward_zero_and_pow():
         np.int32))
 
 
-@pytest.mark.parametrize("op,fn", [("greater", np.greater), ("less", np.less), ("equal", np.equal)])
+@pytest.mark.parametrize("op,fn", [("greater", np.greater), ("less", np.less), ("equal", np.equal),
+                                   ("greater_or_equal", np.greater_equal)])
 def test_compare(op, fn):
     r = rng(5)
     x = r.integers(-3, 4, size=(3, 4)).astype(np.int32)

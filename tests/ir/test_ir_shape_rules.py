@@ -223,7 +223,8 @@ def test_every_rule_is_tested_here():
     tested = set(UNARY_OPS + BINARY_OPS + COMPARE_OPS + REDUCE_OPS) | {
         "where", "convert", "multibroadcast", "broadcast", "transpose", "reshape", "contiguous", "slice",
         "squeeze", "unsqueeze", "dot", "quant_dot", "softmax", "reshape_lazy",
-        "convolution", "quant_convolution"}      # test_ir_conv.py
+        "convolution", "quant_convolution",      # test_ir_conv.py
+        "clip", "quantizelinear", "dequantizelinear"}      # test_ir_quant_ops.py
     assert set(RULES) <= tested
 
 

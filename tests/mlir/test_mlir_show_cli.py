@@ -56,9 +56,9 @@ def test_show_mlir_with_unsupported_funcs(capsys):
     assert out.count("// ==== @mlir_attention") == 2
     assert err == f"{path}:11:3: @mlir_attention_wrapper: unsupported: op mhal.launch at 12:5 not supported " \
                   "(written in the custom syntax of a dialect mlirtrace has no grammar for)\n"
-    quant = CORPUS / "fusion__e2e__mixr-quantizelinear__mixr-quant-quant-dot-bias-i8.mlir"
-    rc, out, err = run(capsys, quant)
-    assert rc == 3 and out == "" and "op migraphx.quantizelinear at 5:5 not supported" in err
+    bwd = CORPUS / "Conversion__MIGraphXToTosa__migraphx-to-tosa-bwd-failure.mlir"
+    rc, out, err = run(capsys, bwd)
+    assert rc == 3 and out == "" and "op migraphx.backwards_data_convolution at 13:9 not supported" in err
 
 
 def test_show_errors(capsys, tmp_path):

@@ -61,7 +61,8 @@ def test_gemm_key_accessors():
 @pytest.mark.parametrize("kind,fields,match", [
     ("gemm", {**SEED_FIELDS, "x": 1}, r"unknown x"),
     ("gemm", {n: v for n, v in SEED_FIELDS.items() if n != "k"}, r"missing k \(a gemm key has t, out_datatype"),
-    ("attention", {}, r"no problem-key form for kind 'attention'"),
+    ("attention", {}, r"attention problem key fields: missing t, transQ"),
+    ("flash", {}, r"no problem-key form for kind 'flash'"),
     ("conv", {"t": "f32"}, r"missing F, f, I, O"),
     ("reduce", {**dict(CASES[3][1]), "op": "softmax"}, r"a reduce key has -op reduce, not -op softmax"),
     ("gemm", {**SEED_FIELDS, "t": "f 16"}, r"-t: 'f 16' cannot be written as one value"),

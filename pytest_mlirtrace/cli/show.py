@@ -3,7 +3,8 @@
 The file is MIGraphX module text (``x0 = @param:x0 -> float_type, {..}, {..}``) or MLIR in
 the migraphx dialect (``module { func.func ... }``); which one is detected from the text.
 For MLIR every func is shown; funcs that cannot be turned into a module are reported on
-stderr as ``FILE:LINE:COL: @name: unsupported|invalid: reason``.
+stderr as ``FILE:LINE:COL: @name: unsupported|invalid: reason``; what was taken though odd (a multibroadcast's
+``out_lens`` that contradicts its result type, followed as rocMLIR follows it) as ``FILE: @name: note: ...``.
 
 What is shown parses back to the same module: a func name that is not an identifier is quoted
 (``@"a\\"b"``) and strings are written with MLIR's escapes; the MIGraphX text quotes the names and
@@ -128,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{f.location}: {symbol_ref(f.name)}: {f.status}: {f.reason}", file=err)
             invalid += f.status == "invalid"
             continue
+        for note in f.notes:        # taken as rocMLIR takes it, though odd (e.g. out_lens against the type)
+            print(f"{source}: {symbol_ref(f.name)}: note: {note}", file=err)
         syntax = args.types or ("shaped" if f.type_syntax in ("shaped", "mixed") else "tensor")
         attrs = FuncAttrs(f.attrs.arch, f.attrs.kernel, f.attrs.num_cu, f.attrs.prefix, dict(f.attrs.extra))
         if args.arch is not None:

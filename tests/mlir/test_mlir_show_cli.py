@@ -82,3 +82,19 @@ def test_detection():
     assert not is_mlir('module: "main"\n@0 = check_context::migraphx::gpu::context -> float_type, {}, {}\n')
     assert is_mlir("func.func @f() {\n  return\n}\n")
     assert is_mlir("module @m attributes {x} {\n}\n")
+
+
+def test_show_prints_what_was_taken_though_odd(capsys, tmp_path):
+    """A multibroadcast whose out_lens contradicts its result type is taken as rocMLIR takes it (the type), and
+    show says so on stderr, with the op's place; the func is still shown (exit 0)."""
+    path = tmp_path / "mo.mlir"
+    path.write_text("""func.func @mo(%arg0: tensor<2x3xf32>, %arg1: tensor<2x1xf32>) -> tensor<2x3xf32> {
+  %0 = "migraphx.multibroadcast"(%arg1) {out_lens = [3, 3]} : (tensor<2x1xf32>) -> tensor<2x3xf32>
+  %1 = "migraphx.add"(%arg0, %0) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
+""")
+    rc, out, err = run(capsys, path, "--only", "migraphx")
+    assert rc == 0 and "multibroadcast" in out
+    assert err.startswith(f"{path}: @mo: note: migraphx.multibroadcast at 2:3: out_lens = [3, 3] disagrees with "
+                          "the result type's lens [2, 3]")

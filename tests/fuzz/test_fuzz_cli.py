@@ -87,10 +87,11 @@ def test_progress_is_one_updating_line_on_a_tty_and_periodic_lines_otherwise(mon
     assert q.getvalue() == ""
 
 
-def test_a_kind_the_code_generator_does_not_lower_is_a_usage_error(tmp_path, capsys):
-    assert main(["fuzz", "--budget", "1", "--kinds", "attention", "--repro-dir", str(tmp_path / "r"),
+def test_an_unknown_kind_is_a_usage_error(tmp_path, capsys):
+    assert main(["fuzz", "--budget", "1", "--kinds", "flash", "--repro-dir", str(tmp_path / "r"),
                  "--database", "none", "--quiet"]) == 2
-    assert "attention" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown kind(s) flash" in err and "attention" in err
 
 
 def test_summary_lists_cases_rate_failures_and_reproducers():

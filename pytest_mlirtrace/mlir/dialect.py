@@ -408,6 +408,8 @@ class MIGraphXContext(Context):
             return self._get_known_op("func.func")
         if name == "std.return":            # the standard dialect's return, before func.return (2022)
             return self._get_known_op("func.return")
+        if name == "migraphx.constant":     # the literal's 2022 name (``"migraphx.constant"() {value = dense<..>}``)
+            return self._get_known_op("migraphx.literal")
         for dialect in reversed(dialect_stack):
             if (op := self._get_known_op(f"{dialect}.{name}")) is not None:
                 return op

@@ -576,7 +576,9 @@ class _Converter:
         """Older migraphx-dialect programs (rocMLIR's resnet50 int8 fusion test) give elementwise ops operands
         of different lens that broadcast numpy-style to the result (``1x128x1x1`` + ``1x128x28x28``), which
         rocMLIR's lowering to TOSA accepts: each such operand gets the ``multibroadcast`` MIGraphX itself
-        would have written. Operands that cannot broadcast are left for the op's rule to refuse."""
+        would have written. The 2022 dialect also added a per-channel vector to an NCHW result (a convolution's
+        bias: ``tensor<64xf32>`` + ``tensor<1x64x56x56xf32>``, lowered to the conv's bias): that operand gets
+        MIGraphX's ``broadcast`` on axis 1. Operands that cannot broadcast are left for the op's rule to refuse."""
         out = []
         lens = tuple(lens)
         for i in inputs:
@@ -584,6 +586,8 @@ class _Converter:
             if s.lens != lens and len(s.lens) <= len(lens) and all(
                     n in (1, m) for n, m in zip(s.lens, lens[len(lens) - len(s.lens):])):
                 i = self.m.add("multibroadcast", i, name=f"@{len(self.m.instructions)}", out_lens=list(lens))
+            elif len(s.lens) == 1 and len(lens) >= 3 and s.lens[0] == lens[1] != lens[-1]:
+                i = self.m.add("broadcast", i, name=f"@{len(self.m.instructions)}", axis=1, out_lens=list(lens))
             out.append(i)
         return out
 

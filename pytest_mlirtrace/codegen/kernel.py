@@ -163,14 +163,15 @@ def assemble(ctx: Ctx, module: Module, solution, faults, kernel_name: str, attrs
 
 # ------------------------------------------------------------ epilogue --
 def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_lane_subst, store_lane,
-                prefix: str, only_primary: bool = False) -> list[str]:
+                prefix: str, only_primary: bool = False, anchor_values: dict | None = None) -> list[str]:
     """Compute the output DAG for ``w`` lanes and store them.
 
     ``acc_value(w, l)`` -> C expr of the anchor value (vector when l is None, lane l otherwise, compute type).
     ``lane_subst(l)`` -> (subst, names) for the kernel variables at lane ``l`` (loads);
     ``out_lane_subst(l)`` the same for the output offset.
     ``store_lane(l, target, value_c)`` -> statement storing lane ``l`` into the lvalue ``target``
-    (value already in storage type).
+    (value already in storage type).  ``anchor_values``: anchor name -> a C scalar holding its value, for
+    kernels with several anchors (sibling reductions); the others take ``acc_value``.
     """
     an = ctx.an
     lines: list[str] = []
@@ -178,12 +179,12 @@ def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_la
         [] if only_primary else [(x.root, x.offset, x.dtype) for x in an.extra_outputs])
     for j, (root, offset, dt) in enumerate(targets):
         lines += _emit_one(ctx, root, offset, dt, f"out{j}", acc_value, w, lane_subst, out_lane_subst, store_lane,
-                           prefix if j == 0 else f"{prefix}{j}_")
+                           prefix if j == 0 else f"{prefix}{j}_", anchor_values or {})
     return lines
 
 
 def _emit_one(ctx: Ctx, root: int, offset, out_dtype, ptr: str, acc_value, w: int, lane_subst, out_lane_subst,
-              store_lane, prefix: str) -> list[str]:
+              store_lane, prefix: str, anchor_values: dict) -> list[str]:
     """One output of :func:`emit_output`: the DAG ``root`` stored at ``offset`` of ``ptr``."""
     dag = ctx.an.dag
     h = ctx.helpers
@@ -193,6 +194,11 @@ def _emit_one(ctx: Ctx, root: int, offset, out_dtype, ptr: str, acc_value, w: in
 
     def leaf_for(l):
         def leaf(i, n):
+            if n.kind == "acc" and n.op in anchor_values:
+                v = anchor_values[n.op]
+                if l is None and w > 1:
+                    v = f"({vt(compute(n.dtype), w)})({v})"
+                return round_to(h, n.dtype, v, w if l is None else 1)
             if n.kind == "acc":
                 v = acc_value(w if l is None else 1, l)
                 if compute(n.dtype) != "float":

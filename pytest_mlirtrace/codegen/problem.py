@@ -178,8 +178,7 @@ def _analyse(module: Module) -> Analysis:
     if dots and reds:
         return _gemm_reduce(module, dots[0], reds)
     if len(reds) > 1:
-        raise NotSupported(f"more than one reduction in one module ({', '.join(r.name + ' = ' + r.op for r in reds)}) "
-                           "is not supported")
+        return _reduce(module, reds[0], siblings=_siblings(module, reds))
     if dots:
         return _conv(module, dots[0]) if dots[0].op in CONV_OPS else _gemm(module, dots[0])
     if reds:
@@ -202,16 +201,39 @@ def _gemm_reduce(module: Module, dot, reds) -> Analysis:
     """A gemm whose result feeds one reduction (or softmax): the reduction kernel with the dot computed
     inline (a K loop per element it reads)."""
     red = reds[0]
-    if len(reds) > 1:
-        raise NotSupported(f"more than one reduction in one module "
-                           f"({', '.join(r.name + ' = ' + r.op for r in reds)}) is not supported")
+    siblings = _siblings(module, reds)
     if dot.op in CONV_OPS:
         raise NotSupported(f"{red.name} = {red.op} after the convolution {dot.name}: a convolution fused with "
                            "a reduction is not supported")
     if dot.name not in _ancestors(module, red.name):
         raise NotSupported(f"{dot.name} = {dot.op} after the reduction {red.name} = {red.op}: a reduction "
                            "feeding a gemm is only fused as attention (dot -> softmax -> dot)")
-    return _reduce(module, red, inline_dots=True)
+    return _reduce(module, red, inline_dots=True, siblings=siblings)
+
+
+def _axes(red, rank: int) -> list[int]:
+    return [red.attrs.get("axis", 1) % rank] if red.op == "softmax" else sorted({a % rank for a in red.attrs["axes"]})
+
+
+def _siblings(module: Module, reds) -> list:
+    """The reductions after the first, when they can share its kernel: each reduces an input of the same lens
+    over the same axes, none reads another's result (a variance: sum(x) and sum(x*x)); else NotSupported."""
+    if len(reds) == 1:
+        return []
+    first = reds[0]
+    lens = tuple(module.get(first.inputs[0]).shape.lens)
+    dt = module.get(first.inputs[0]).shape.dtype
+    names = ", ".join(r.name + " = " + r.op for r in reds)
+    for r in reds:
+        rl = tuple(module.get(r.inputs[0]).shape.lens)
+        if r.op == "softmax" or rl != lens or _axes(r, len(rl)) != _axes(first, len(lens)) or \
+                module.get(r.inputs[0]).shape.dtype != dt:
+            raise NotSupported(f"more than one reduction in one module ({names}): only reductions of inputs of the "
+                               "same shape and type over the same axes share a kernel (not a softmax)")
+        if any(o.name in _ancestors(module, r.name) for o in reds if o is not r):
+            raise NotSupported(f"more than one reduction in one module ({names}): {r.name} reads another's "
+                               "result (reductions in sequence are not fused)")
+    return list(reds[1:])
 
 
 def problem_of(module: Module) -> Problem:
@@ -433,7 +455,7 @@ def _pointwise(module: Module) -> Analysis:
 
 
 # -------------------------------------------------------------- reduce ----
-def _reduce(module: Module, red, inline_dots: bool = False) -> Analysis:
+def _reduce(module: Module, red, inline_dots: bool = False, siblings=()) -> Analysis:
     x = module.get(red.inputs[0])
     xl = tuple(x.shape.lens)
     rank = len(xl)
@@ -457,28 +479,36 @@ def _reduce(module: Module, red, inline_dots: bool = False) -> Analysis:
     else:
         ridx = [E.ZERO if d in axes else xidx[d] for d in range(rank)]
     dag = Dag()
-    pre_root = Builder(module, dag=dag, inline_dots=inline_dots).value(x.name, xidx)
+    pre = Builder(module, dag=dag, inline_dots=inline_dots)
+    pre_root = pre.value(x.name, xidx)
     ret = module.returns()[0]
     out = module.get(ret)
 
-    def anchor(idx):
-        if not same_index(idx, ridx):
-            raise NotSupported(f"{red.name} = {red.op}: its result is read at an index that does not match "
-                               "the reduction it belongs to")
-        return dag.add(Node("acc", red.shape.dtype, op=red.name))
+    def anchor_of(r):
+        def anchor(idx):
+            if not same_index(idx, ridx):
+                raise NotSupported(f"{r.name} = {r.op}: its result is read at an index that does not match "
+                                   "the reduction it belongs to")
+            return dag.add(Node("acc", r.shape.dtype, op=r.name))
+        return anchor
 
     out_idx = None
-    try:
-        phi = forward_map(module, red.name, ridx)
-        out_idx = phi.get(ret)
-    except NotSupported:
-        out_idx = None
+    for r in [red, *siblings]:
+        try:
+            out_idx = forward_map(module, r.name, ridx).get(ret)
+        except NotSupported:
+            out_idx = None
+        if out_idx is not None:
+            break
     if out_idx is None:
         if tuple(out.shape.lens) != xl:
             raise NotSupported(f"{red.name} = {red.op}: the output {ret} {list(out.shape.lens)} is neither "
                                f"the reduction's shape nor its input's shape {list(xl)}")
         out_idx = list(xidx)
-    root = Builder(module, anchors={red.name: anchor}, dag=dag).value(ret, out_idx)
+    anchors = {r.name: anchor_of(r) for r in [red, *siblings]}
+    root = Builder(module, anchors=anchors, dag=dag).value(ret, out_idx)
+    # the other reductions sharing the kernel: (name, op, the DAG of their input, their result's dtype)
+    sibs = [(r.name, r.op, pre.value(r.inputs[0], xidx), r.shape.dtype) for r in siblings]
     out_off = linearize(out_idx, out.shape.lens)
     per_group = "j" not in out_off.vars() and all("j" not in i.vars() for i in out_idx)
     if red.op == "softmax" and per_group and Rn > 1:
@@ -488,7 +518,7 @@ def _reduce(module: Module, red, inline_dots: bool = False) -> Analysis:
                    reduce_len=Rn, op=red.op)
     return Analysis(module, kind, prob, dag, ret, out.shape.dtype, tuple(out.shape.lens), out_off, root,
                     anchor=red.name, pre_root=pre_root, out_per_group=per_group, reduce_op=red.op,
-                    acc_dtype=red.shape.dtype, info={"axes": axes, "G": G, "R": Rn})
+                    acc_dtype=red.shape.dtype, info={"axes": axes, "G": G, "R": Rn, "siblings": sibs})
 
 
 # ----------------------------------------------------- gemm-gemm, attention ----

@@ -36,7 +36,9 @@ def lower_reduce(ctx: Ctx, sol, faults):
     softmax = an.kind == "softmax"
     xnode = dag.nodes[an.pre_root]
     ct = compute(xnode.dtype)
-    vec_ok = VW > 1 and ct == "float" and vectorizable(dag, [an.pre_root])
+    siblings = an.info.get("siblings", [])      # other reductions of the same groups (name, op, root, dtype)
+    sib_values = {s[0]: f"rr{i}" for i, s in enumerate(siblings)}
+    vec_ok = VW > 1 and ct == "float" and vectorizable(dag, [an.pre_root] + [s[2] for s in siblings])
     W = VW if vec_ok else 1
     step = TPG * W
     rfull = (Rn // step) * step
@@ -48,8 +50,8 @@ def lower_reduce(ctx: Ctx, sol, faults):
     if TPG > 1:
         L.append(f"__local {ct} red[{GPB}][{TPG}];")
 
-    def x_at(prefix: str, w: int, jname: str, lines: list[str]) -> str:
-        """The pre-reduction value at j = jname (+ lanes)."""
+    def x_at(prefix: str, w: int, jname: str, lines: list[str], root: int | None = None) -> str:
+        """The pre-reduction value at j = jname (+ lanes); ``root``: a sibling reduction's input."""
         if w > 1:
             def leaf(i, n):
                 offs = lanes_of(n.offset, lambda ll: ({"gi": gvar, "j": jvar + ll}, {"gg": "gi", "jj": jname}), w)
@@ -58,11 +60,11 @@ def lower_reduce(ctx: Ctx, sol, faults):
             def leaf(i, n):
                 return ctx.load(n, render(n.offset, {"gi": gvar, "j": jvar}, {"gg": "gi", "jj": jname}))
         em = DagEmitter(dag, h, leaf, w, prefix=prefix)
-        v = em.emit(an.pre_root)
+        v = em.emit(an.pre_root if root is None else root)
         lines += em.lines
         return v
 
-    def reduce_pass(name: str, op: str, transform) -> None:
+    def reduce_pass(name: str, op: str, transform, root: int | None = None) -> None:
         """acc ``name`` = op over j of transform(x_j) across the group's work-items."""
         ident = _identity(op, ct)
         V = vt(ct, W)
@@ -75,7 +77,7 @@ def lower_reduce(ctx: Ctx, sol, faults):
                 L.append(f"#pragma unroll {min(U, iters)}")
             L.append(f"for (int j0 = t * {W}; j0 < {rfull}; j0 += {step}) {{")
             body: list[str] = []
-            x = x_at(f"{name}m", W, "j0", body)
+            x = x_at(f"{name}m", W, "j0", body, root)
             L.extend("  " + b for b in body)
             y = transform(x, W)
             if W > 1:
@@ -89,7 +91,7 @@ def lower_reduce(ctx: Ctx, sol, faults):
         if rfull < Rn:
             L.append(f"for (int jt = {rfull} + t; jt < {Rn}; jt += {TPG}) {{")
             body = []
-            x = x_at(f"{name}t", 1, "jt", body)
+            x = x_at(f"{name}t", 1, "jt", body, root)
             L.extend("  " + b for b in body)
             L.append(f"  {name} = {_combine(h, op, name, transform(x, 1), ct, 1)};")
             L.append("}")
@@ -116,13 +118,16 @@ def lower_reduce(ctx: Ctx, sol, faults):
             return f"({ex(x, w)} / sm)"
     else:
         op = an.reduce_op
-        reduce_pass("ra", op, ident_t)
-        if op == "reduce_mean":
-            if ct in ("float", "double"):
-                L.append(f"ra = ra / {float(Rn).hex()}{'f' if ct == 'float' else ''};")
-            else:
-                L.append(f"ra = convert_long_sat_rte((float)ra / {float(Rn).hex()}f);")
-        L.append(f"const {ct} rr = {round_to(h, an.acc_dtype, 'ra')};")
+        # the first reduction, then each sibling over the same groups (its own pass over j)
+        for name, res, rop, root, dt in [("ra", "rr", op, None, an.acc_dtype)] + [
+                (f"ra{i}", f"rr{i}", s_op, s_root, s_dt) for i, (_, s_op, s_root, s_dt) in enumerate(siblings)]:
+            reduce_pass(name, rop, ident_t, root)
+            if rop == "reduce_mean":
+                if ct in ("float", "double"):
+                    L.append(f"{name} = {name} / {float(Rn).hex()}{'f' if ct == 'float' else ''};")
+                else:
+                    L.append(f"{name} = convert_long_sat_rte((float){name} / {float(Rn).hex()}f);")
+            L.append(f"const {ct} {res} = {round_to(h, dt, name)};")
 
     # ---- output
     if not softmax and an.out_per_group:
@@ -136,7 +141,7 @@ def lower_reduce(ctx: Ctx, sol, faults):
 
         def store(ll, target, val):
             return f"{target} = {val};"
-        lines = emit_output(ctx, acc_value, 1, {}, lane_subst, lane_subst, store, "o")
+        lines = emit_output(ctx, acc_value, 1, {}, lane_subst, lane_subst, store, "o", anchor_values=sib_values)
         L += ["  " + x for x in lines]
         L.append("}")
     else:
@@ -173,7 +178,8 @@ def lower_reduce(ctx: Ctx, sol, faults):
 
             def store(ll, target, val):
                 return f"{target} = {val};"
-            lines = emit_output(ctx, acc_value, ww, {}, lane_subst, lane_subst, store, f"o{jname}")
+            lines = emit_output(ctx, acc_value, ww, {}, lane_subst, lane_subst, store, f"o{jname}",
+                                anchor_values=sib_values)
             L += ["    " + x for x in pre + lines]
             if jn == "jl":
                 L.append("   }")

@@ -28,6 +28,7 @@ KINDS = {  # what each test module is, as the code generator sees it
     "causal_offset_f32.mlir": ("attention", "attention"),
     "split_kv_lse_f32.mlir": ("attention", "attention"),
     "conv_gemm_f32.mlir": ("attention", "conv_gemm"),
+    "variance_two_reductions_f32.mlir": ("reduce", "reduce"),
     "decomposed_softmax_f16.mlir": ("attention", "attention"),
     "gqa_bias_f16.mlir": ("attention", "attention"),
     "kv_cache_mask_f32.mlir": ("attention", "attention"),

@@ -60,12 +60,26 @@ def add_parser(sub, name):
                    help="graph kinds to draw, comma or space separated: pointwise, reduce, softmax, gemm, conv "
                         "(attention is drawn by the strategies but not lowered; default: all five)")
     p.add_argument("--max-dim", type=_positive_int, default=16, metavar="N", help="largest dim (default 16)")
+    p.add_argument("--max-elements", type=_positive_int, default=4096, metavar="N",
+                   help="most elements of any tensor of a drawn graph (default 4096); raise it for long "
+                        "reductions and big dots")
+    p.add_argument("--values", choices=("unit", "wide", "extreme"), default="wide",
+                   help="input values: unit (inputs in [-1, 1], guards keep intermediates small), wide (default: "
+                        "the main input scaled by literals up to 1000, so softmax, exp and reductions see large "
+                        "magnitudes), extreme (also the dtype's limits and subnormals; overflows to inf and NaN "
+                        "are checked against the oracle)")
+    p.add_argument("--no-long-reductions", action="store_true",
+                   help="don't draw long reductions (K of a dot, reduce and softmax axes up to --max-elements "
+                        "with the other dims small)")
     p.add_argument("--database", default=DEFAULT_DATABASE, metavar="DIR",
                    help=f"Hypothesis example database (default {DEFAULT_DATABASE}); 'none' for none")
     p.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
                    help="parallel lanes (default: min(2, CPUs))")
     p.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
                    help="seconds before a build or run counts as hung (default 10)")
+    p.add_argument("--compile-timeout", type=_positive_float, default=60.0, metavar="SECONDS",
+                   help="seconds a build, or the driver's compile at a kernel's first launch, may take before "
+                        "it counts as hung (default 60; timed apart from --timeout)")
     p.add_argument("--shrink-budget", type=_positive_float, default=None, metavar="SECONDS",
                    help="most time to spend shrinking one failure (default: max(15, 35%% of the budget))")
     p.add_argument("--seeds", type=_positive_int, default=2, metavar="N",
@@ -88,7 +102,9 @@ def _run(args) -> int:
     database = None if str(args.database).lower() in ("none", "", "off") else args.database
     o = FuzzOptions(budget_s=args.budget, seed=args.seed, device=args.device, repro_dir=args.repro_dir,
                     kinds=tuple(dict.fromkeys(args.kinds)) if args.kinds else SUPPORTED_KINDS,
-                    max_dim=args.max_dim, database=database, jobs=args.jobs or 0, timeout_s=args.timeout,
+                    max_dim=args.max_dim, max_elements=args.max_elements, values=args.values,
+                    long_reductions=not args.no_long_reductions, database=database, jobs=args.jobs or 0,
+                    timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                     shrink_budget_s=args.shrink_budget, seeds_per_case=args.seeds,
                     max_findings=args.max_findings, verify=not args.no_verify)
     try:

@@ -10,13 +10,30 @@ PoCL keeps its on-disk kernel cache, so replays and shrink steps that rebuild a 
 The loop runs Hypothesis *campaigns* until the budget is spent. In a campaign the first case
 that fails in a way not seen yet in this run (failure kind, problem kind -- ``conv`` apart from ``gemm``
 though a convolution runs on the gemm kernels --, the error's first line without numbers) is raised,
-so Hypothesis shrinks it; failures of a way already reported, and of
-other new ways while one is being shrunk (a later campaign takes those), are counted and let pass,
-so the search goes on and each shrink only pays for its own failure. After a campaign the
-shrunk case of every new way is written through ``repro.ReproWriter`` (one reproducer and ticket
-per signature) and the next campaign starts (next seed). When the budget runs out mid-shrink, the
-smallest failing case seen so far is written. Hypothesis' example database (a directory) keeps
-the failing examples, so a later run replays them first.
+so Hypothesis shrinks it; failures of other new ways while one is being shrunk (a later campaign takes
+those) are counted and let pass, so the search goes on and each shrink only pays for its own failure.
+After a campaign the shrunk case of every new way is written through ``repro.ReproWriter`` (one
+reproducer and ticket per signature) and the next campaign starts (next seed). When the budget runs
+out mid-shrink, the smallest failing case seen so far is written. Hypothesis' example database (a
+directory) keeps the failing examples, so a later run replays them first.
+
+One way may hide several bugs (every wrong gemm result is ``wrong/gemm``), so a way already reported
+is not closed: a failure of it that no written bug explains (the module lacks an op that every written
+bug's shrunk case needed) is shrunk at once, with the shrink kept away from cases a written bug
+explains; of the others, every few (3, then 6, 12, ... -- doubling each time) one is shrunk
+again (freely: it may end at the written bug, a repeat), and written when its shrunk case is another
+bug (:func:`bug_key`: another set of ops than every written bug's shrunk case, or a size that had to
+stay above 1 where it could be 1 there); a shrink that ends at a written bug is a repeat
+(``stats.repeats``). So every distinct bug gets its signature reported, at a cost bounded by the
+doubling. Erring on the side of reporting: a shrink of a known bug that stops at a local minimum with
+an op more (the shrink budget ran out) is written as a second reproducer.
+
+Limits: every case runs with the full hang limit (``timeout_s``) however little budget is left (a
+case in flight may overrun the budget by up to that), and builds and the driver's first-launch
+compile have their own limit (``compile_timeout_s``: PoCL compiles a kernel when it first runs, 16 s
+cold for a big f16 kernel on a loaded machine), so a slow cold compile is never written up as a
+hang. The record carries the full limits, and each reproducer is run once in a fresh process with
+them before it is written (``verify``).
 """
 from __future__ import annotations
 
@@ -30,6 +47,8 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,8 +57,10 @@ from hypothesis import seed as hseed
 
 from .. import codegen, ir, mlir, repro, runtime, engine
 from ..config import inject_now
+from ..repro.signature import signature_of
 from ..vocab import ExitCode
 from ..strategies import SUPPORTED_KINDS, fused_cases
+from .coverage import Coverage
 from .examples import keyed_database
 from .options import FuzzOptions
 from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, Finding, FuzzReport, FuzzStats,
@@ -47,29 +68,121 @@ from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, Finding, Fuz
 
 
 class _Lane:
-    def __init__(self, device, timeout_s: float, inject, db_path: Path):
+    def __init__(self, device, timeout_s: float, inject, db_path: Path, compile_timeout_s: float):
         self.pool = runtime.WorkerPool(device, workers=1, timeout_s=timeout_s)
+        # builds and the driver's first-launch compile get their own limit: a slow cold compile is no hang
         self.pipeline = engine.Pipeline(device, pool=self.pool, database=engine.TuningDatabase(db_path),
-                                        timeout_s=timeout_s, inject=inject)
+                                        timeout_s=timeout_s, build_timeout_s=compile_timeout_s, inject=inject)
 
     def close(self):
         self.pool.close()
+
+
+class RoundTripError(Exception):
+    """A fuzz case's module does not survive printing and parsing (a printer or parser bug: an internal
+    finding, shrunk like any other)."""
+
+
+class _KnownWay:
+    """A way of failing already reported in this run. Another bug may fail the same way (two wrong gemm
+    results of different causes), so a later failure of it is shrunk again -- after ``next_try`` failures,
+    doubling each time the shrink ends at a bug already written -- and written when its shrunk case is
+    another bug (:func:`bug_key`)."""
+
+    def __init__(self):
+        self.signatures: set[str] = set()
+        self.keys: set[tuple] = set()
+        self.seen = 0
+        self.next_try = RESHRINK_FIRST
+        self.reshrinks = 0
+        self.avoid_explained = False    # this campaign re-shrinks a failure no known bug explains: keep it so
+
+    def explains(self, module) -> bool:
+        """Could a bug already written for this way be behind a failure of ``module``? Yes when the module
+        has every op some written bug's shrunk case needed (it may fail for that reason)."""
+        have = Counter(_norm_ops(module))
+        return any(not (Counter(kops) - have) for kops, _ in self.keys)
+
+    def same_bug(self, module) -> bool:
+        """Is the shrunk case ``module`` a bug already written? Yes when it has the same ops as one's shrunk
+        case and every size that had to stay above 1 there is above 1 here (a shrink that stopped short on
+        a size). A case with an op more is another bug: better a second reproducer of one bug than a
+        second bug hidden behind the first."""
+        ops, sz = bug_key(module)
+        for kops, ksz in self.keys:
+            if Counter(kops) != Counter(ops):
+                continue
+            if ksz and sz and (ksz[0] != sz[0] or any(k and not h for k, h in zip(ksz[1:], sz[1:]))):
+                continue
+            return True
+        return False
+
+
+RESHRINK_FIRST = 3      # failures of a known way before it is shrunk again
+
+
+def case_signature(rec) -> str:
+    """The signature that decides whether two shrunk cases are one bug: ``repro.signature`` without the
+    planted faults (one run has one fault setting)."""
+    s = rec.span
+    return signature_of(rec.kind, s.mlir_text, rec.error, s.module_text, "", solution=s.solution)
+
+
+def _without(module, name: str):
+    """``module`` with instruction ``name`` taken out (its uses read its first input instead; what is left
+    unused goes too); None when that does not verify."""
+    import copy as _copy
+
+    m = _copy.deepcopy(module)
+    gone = m.get(name)
+    src = gone.inputs[0]
+    m.instructions = [i for i in m.instructions if i.name != name]
+    for i in m.instructions:
+        i.inputs = [src if x == name else x for x in i.inputs]
+    used = set()
+    for i in reversed(m.instructions):
+        if i.op == "@return" or i.name in used:
+            used.update(i.inputs)
+    m.instructions = [i for i in m.instructions if i.op == "@return" or i.name in used]
+    try:
+        m.verify()
+    except Exception:   # noqa: BLE001
+        return None
+    return m
+
+
+def _norm_ops(module) -> tuple:
+    return tuple(o[len("quant_"):] if o.startswith("quant_") else o for o in module.ops())
+
+
+def bug_key(module) -> tuple:
+    """What tells two *shrunk* cases of one way apart as two bugs: the ops left (``quant_`` forms as their
+    float op) and which of the problem's sizes had to stay above 1 (m, n, k for a gemm or conv, the reduction
+    length, the output size). Shrinking keeps only what a failure needs, so one bug shrinks to one key from
+    wherever it started -- though its signatures (exact MLIR: dtypes, sizes) may differ -- and two bugs that
+    need different ops or sizes get two. (Two bugs that need the same ops and sizes are taken for one.)"""
+    ops = _norm_ops(module)
+    try:
+        p = codegen.problem_of(module)
+        sizes = (p.kind, p.m > 1, p.n > 1, p.k > 1, p.reduce_len > 1, p.elements > 1)
+    except Exception:   # noqa: BLE001 - no problem: the ops alone
+        sizes = ()
+    return ops, sizes
 
 
 class Fuzzer:
     def __init__(self, options: FuzzOptions, progress=None):
         self.o = options
         self.progress = progress
-        self.stats = FuzzStats()
+        self.stats = FuzzStats(coverage=Coverage())
         self.findings: list[Finding] = []
-        self.known: set[str] = set()
+        self.known: dict[str, _KnownWay] = {}     # way -> the signatures written for it, its re-shrink backoff
         self._pending: dict[str, Finding] = {}     # way -> latest (smallest) failing case this campaign
         self._shrink_t0: float | None = None
         self._memo: dict = {}                      # (module text, solutions, seed) -> results
         self._history: dict[str, list] = {}        # way -> failing cases in the order found (largest first)
         self._t0 = 0.0
         self._deadline = 0.0
-        self._cut = False
         self._lock = threading.Lock()
         self.inject = (options.inject if options.inject is not None else inject_now()) or None
         if self.inject:
@@ -91,7 +204,8 @@ class Fuzzer:
         # the lanes' pipelines only run given solutions; their tuning database is a throwaway
         self._tmp = tempfile.mkdtemp(prefix="mlirtrace-fuzz-")
         for i in range(self.jobs):
-            lane = _Lane(self.device, self.o.timeout_s, self.inject, Path(self._tmp) / "tuning.json")
+            lane = _Lane(self.device, self.o.timeout_s, self.inject, Path(self._tmp) / "tuning.json",
+                         self.o.compile_timeout_s)
             self._all_lanes.append(lane)
             self._lanes.put(lane)
         self._exec = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="fuzz-lane")
@@ -113,17 +227,14 @@ class Fuzzer:
         try:
             out = []
             for sd in seeds:
-                left = self._deadline - time.monotonic()
-                if left <= 0:
+                if time.monotonic() >= self._deadline:
                     break
-                # never wait for a hang much past the budget
-                opts = engine.RunOptions(timeout_s=min(self.o.timeout_s, max(2.0, left + 1.0)))
+                # always the full limits, however little of the budget is left: a hang must mean the same
+                # at the end of a run as at its start, and in the reproducer written from it (a case in
+                # flight may so run past the budget by up to one hang limit)
                 t0 = time.monotonic()
-                r = lane.pipeline.configured(opts).run(module, solution=sol, seed=sd, mlir_text=mlir_text)
-                r.timeout_s = opts.timeout_s
-                if r.status == "hang" and r.timeout_s < self.o.timeout_s:
-                    self._cut = True     # the budget, not the kernel, ran out: this decides nothing
-                    break
+                r = lane.pipeline.run(module, solution=sol, seed=sd, mlir_text=mlir_text)
+                r.timeout_s = self.o.timeout_s
                 with self._lock:
                     self.stats.max_case_s = max(self.stats.max_case_s, time.monotonic() - t0)
                 out.append((sol, r))
@@ -134,10 +245,45 @@ class Fuzzer:
         finally:
             self._lanes.put(lane)
 
+    def round_trip(self, module):
+        """``module`` through the texts, as a compiler meets it: MIGraphX text printed and parsed back, MLIR
+        in both type syntaxes (``tensor<>``, ``!migraphx.shaped<>``) emitted and parsed back, each parsed
+        module compared with the original (ops, inputs, attributes, literals, types; strides where the text
+        carries them). Returns the MLIR text (tensor syntax) and the module parsed from the shaped one, which
+        is what gets compiled; raises :class:`RoundTripError` naming the first difference."""
+        names = mlir.param_names(module)
+        try:
+            back = ir.parse_module(ir.print_module(module))
+        except Exception as e:   # noqa: BLE001 - any failure to read our own text is the finding
+            raise RoundTripError(f"MIGraphX text does not parse back: {type(e).__name__}: {e}") from e
+        diff = mlir.module_difference(module, back, strides=True)
+        if diff:
+            raise RoundTripError(f"MIGraphX text parses back to another module: {diff}")
+        mlir_text, compiled = "", None
+        for syntax in ("tensor", "shaped"):
+            text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units,
+                                  type_syntax=syntax)
+            try:
+                back = mlir.parse_mlir_module(text, param_names=names)
+            except Exception as e:   # noqa: BLE001
+                raise RoundTripError(f"MLIR ({syntax} types) does not parse back: {type(e).__name__}: {e}") from e
+            diff = mlir.module_difference(module, back, strides=(syntax == "shaped"))
+            if diff:
+                raise RoundTripError(f"MLIR ({syntax} types) parses back to another module: {diff}")
+            if syntax == "tensor":
+                mlir_text = text
+            else:
+                compiled = back
+        return mlir_text, compiled
+
     def run_case(self, module, sols, seed) -> list:
         """Check ``module`` with each of ``sols`` (in parallel on the lanes), each on ``seeds_per_case``
-        seeds from ``seed`` on: [(solution, RunResult)]."""
-        mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
+        seeds from ``seed`` on: [(solution, RunResult)]. With ``round_trip`` on, what runs is the module
+        parsed back from its MLIR (:meth:`round_trip`)."""
+        if self.o.round_trip:
+            mlir_text, module = self.round_trip(module)
+        else:
+            mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
         seeds = [seed + i for i in range(max(1, self.o.seeds_per_case))]
         if len(sols) == 1 or self.jobs == 1:
             groups = [self._run_one(module, mlir_text, s, seeds) for s in sols]
@@ -145,8 +291,7 @@ class Fuzzer:
             futs = [self._exec.submit(self._run_one, module, mlir_text, s, seeds) for s in sols]
             groups = [f.result() for f in futs]
         out = [x for g in groups for x in g]
-        if self._cut or (self.out_of_time() and len(out) < len(sols) * len(seeds)
-                         and not any(not r.ok for _, r in out)):
+        if self.out_of_time() and len(out) < len(sols) * len(seeds) and not any(not r.ok for _, r in out):
             raise BudgetExhausted()   # cut short: an unfinished case decides nothing
         return out
 
@@ -169,13 +314,15 @@ class Fuzzer:
         o = self.o
         return fused_cases(kinds=o.kinds, dtypes=o.dtypes, max_rank=o.max_rank, max_dim=o.max_dim,
                            max_elements=o.max_elements, max_epilogue=o.max_epilogue, limits=self.device,
-                           max_solutions=self.max_solutions, kind_weights=o.kind_weights)
+                           max_solutions=self.max_solutions, kind_weights=o.kind_weights, values=o.values,
+                           long_reductions=o.long_reductions)
 
     def _test(self, campaign: int):
         o = self.o
         db = keyed_database(o.database, (sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements,
                                          o.max_epilogue, self.max_solutions, sorted(o.kind_weights.items()),
-                                         self.device.key_name))
+                                         self.device.key_name) + ((o.values, o.long_reductions)
+                                                                  if (o.values, o.long_reductions) != ("unit", False) else ()))
         # only the first campaign replays the database: later ones would replay (and so delete) the
         # examples of failures already reported in this run
         phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink) if campaign == 0 else \
@@ -236,6 +383,7 @@ class Fuzzer:
             with self._lock:
                 self.stats.examples += 1
                 self.stats.kinds[problem.key_kind] += 1
+                self.stats.coverage.add(module, problem)
                 self.stats.cases += len(results)
                 for _, res in results:
                     self.stats.statuses[res.status] += 1
@@ -245,12 +393,32 @@ class Fuzzer:
             if res.ok:
                 continue
             way = _way(res, problem.key_kind)
-            if way in self.known:
-                continue
             if self._pending and way not in self._pending:
+                if count and way in self.known:
+                    self.known[way].seen += 1
                 continue    # one way per campaign: this one waits for a later campaign (cheaper shrinks)
-            rec = repro.FailureRecord.from_run(res, origin="fuzz", timeout_s=getattr(res, "timeout_s", self.o.timeout_s),
+            # the full hang limit, whatever was in force: the reproducer judges with the limits a user has
+            rec = repro.FailureRecord.from_run(res, origin="fuzz", timeout_s=self.o.timeout_s,
                                                inject=self.inject or "", device_info=self.device)
+            kw = self.known.get(way)
+            if kw is not None:
+                explained = kw.explains(module)
+                if way in self._pending:
+                    if kw.avoid_explained and explained:
+                        continue    # shrinking a failure no written bug explains: don't slip onto one
+                else:
+                    if case_signature(rec) in kw.signatures:
+                        continue    # the bug already written, exactly: nothing to shrink
+                    if explained:
+                        if count:
+                            kw.seen += 1
+                        if kw.seen < kw.next_try:
+                            continue    # maybe the known bug again: shrunk again only now and then
+                        kw.seen = 0
+                    kw.avoid_explained = not explained
+                    kw.reshrinks += 1
+                    with self._lock:
+                        self.stats.reshrinks += 1
             f = Finding(way, res.status, module, str(sol), res.seed, rec, rec.error, first_found_s=self.elapsed())
             self._remember(way, f)
             if first is None:
@@ -337,12 +505,58 @@ class Fuzzer:
         f.note = "its reproducer did not fail in a fresh process (state-dependent failure?)"
         return f
 
+    def _reduces_to_known(self, f: Finding, kw: _KnownWay) -> bool:
+        """Does the shrunk case ``f`` of a known way still fail the same way, with its solution and seed, once
+        the pointwise ops a written bug's case did not need are taken out one by one (each use rewired to
+        the op's first input), and end at that bug (:meth:`_KnownWay.same_bug`)? Then it is that bug, left
+        by the shrink at a local minimum with an op more. A few runs at most (one per op taken out)."""
+        from ..ir.module import VIEW_OPS
+
+        known_ops = set().union(*(set(k) for k, _ in kw.keys)) if kw.keys else set()
+        cur = f.module
+        for _ in range(4):
+            if kw.same_bug(cur):
+                return cur is not f.module
+            cands = [i for i in cur.instructions if i.op in ir.POINTWISE_OPS and i.op not in VIEW_OPS
+                     and i.op not in known_ops and i.inputs
+                     and cur.get(i.inputs[0]).shape.lens == i.shape.lens
+                     and cur.get(i.inputs[0]).shape.dtype == i.shape.dtype]
+            nxt = None
+            for ins in cands:
+                m = _without(cur, ins.name)
+                if m is None:
+                    continue
+                try:
+                    results = self.run_case(m, [f.solution], f.seed)
+                except BudgetExhausted:
+                    return False
+                except Exception:   # noqa: BLE001 - a case that cannot run decides nothing
+                    continue
+                if any(not r.ok and _way(r, codegen.problem_of(m).key_kind) == f.way for _, r in results):
+                    nxt = m
+                    break
+            if nxt is None:
+                return False
+            cur = nxt
+        return kw.same_bug(cur)
+
     def _write(self, f: Finding, shrunk: bool) -> None:
-        self.known.add(f.way)
+        kw = self.known.get(f.way)
+        if kw is None:
+            kw = self.known[f.way] = _KnownWay()
+        elif f.record is not None and (case_signature(f.record) in kw.signatures or kw.same_bug(f.module)
+                                       or self._reduces_to_known(f, kw)):
+            # a known way shrunk again, to a bug already written: a repeat; try less often from now on
+            kw.next_try *= 2
+            self.stats.repeats += 1
+            return
         if f.record is not None:
+            kw.signatures.add(case_signature(f.record))
+            kw.keys.add(bug_key(f.module))
             g = self._pick_reproducible(f)
             if g is not f:
                 shrunk = False
+                kw.signatures.add(case_signature(g.record))
             f = g
         f.shrunk = shrunk
         if f.record is not None:
@@ -363,19 +577,27 @@ class Fuzzer:
         """Write the findings of the campaign that just ended (from its exception or the pending ones)."""
         done = set()
         for e in _flatten(exc):
-            if isinstance(e, CaseFailed) and e.way not in done and e.way not in self.known:
+            if isinstance(e, CaseFailed) and e.way not in done:
                 # the final replay re-raised the shrunk case; prefer what it carries
                 done.add(e.way)
                 self._write(e.found, shrunk)
         for way, f in list(self._pending.items()):
-            if way not in done and way not in self.known:
+            if way not in done:
                 self._write(f, False)
         self._pending.clear()
         self._history.clear()
+        for kw in self.known.values():
+            kw.avoid_explained = False
         self._shrink_t0 = None
 
     # ---- the loop --------------------------------------------------------------------
     def run(self) -> FuzzReport:
+        with warnings.catch_warnings():
+            # the oracle's casts of overflowing values (wide/extreme values) warn; the results are what count
+            warnings.filterwarnings("ignore", category=RuntimeWarning)
+            return self._run()
+
+    def _run(self) -> FuzzReport:
         self._t0 = time.monotonic()
         self._deadline = self._t0 + max(0.0, float(self.o.budget_s))
         self._open()

@@ -15,16 +15,21 @@ class FuzzOptions:
     device: str | None = None
     repro_dir: str = "reproducers"
     kinds: tuple = SUPPORTED_KINDS
-    dtypes: tuple = ("f32", "f16")
+    dtypes: tuple = ("f32", "f16", "bf16")
     max_dim: int = 16
     max_rank: int = 4
     max_elements: int = 4096
     max_epilogue: int = 3
+    values: str = "wide"             # value profile (strategies.VALUES): unit ([-1, 1] inputs, guarded), wide
+                                     # (scaled by literals up to 1000, guards loosened), extreme (dtype limits too)
+    round_trip: bool = True          # every case: module -> MIGraphX text / MLIR (both syntaxes) -> parse -> compare
+    long_reductions: bool = True     # gemm K / reduce and softmax axes up to the element cap, other dims small
     database: str | None = DEFAULT_DATABASE
     jobs: int = 0                    # lanes; 0: min(2, cpu count)
     max_solutions: int = 0           # solutions per example; 0: 2 * jobs
     timeout_s: float = 10.0          # per build / run (a hang costs this much; PoCL's first launch of a
                                      # big work-group kernel can take seconds on a loaded 2-core machine)
+    compile_timeout_s: float = 60.0  # per build and per first-launch compile (timed apart from the run)
     seeds_per_case: int = 2          # inputs each built kernel is checked on (cases = solutions x seeds)
     shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
     inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT

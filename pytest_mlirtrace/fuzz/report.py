@@ -89,6 +89,11 @@ def summary(report, lanes) -> str:
              f"{st.campaigns} campaign(s), {lanes} lane(s)"]
     fails = ", ".join(f"{k} {v}" for k, v in sorted(st.failures.items()))
     lines.append(f"failing cases by kind: {fails or 'none'}")
+    if st.reshrinks:
+        lines.append(f"known ways shrunk again (another bug behind one?): {st.reshrinks}, "
+                     f"{st.repeats} of them the bug already written")
+    if st.coverage is not None and st.examples:
+        lines.extend(st.coverage.lines())
     if not report.findings:
         lines.append("reproducers written: none")
     else:
@@ -112,7 +117,8 @@ def report_dict(report, fz) -> dict:
     return {
         "cases": st.cases, "examples": st.examples, "replayed": st.replayed, "campaigns": st.campaigns,
         "elapsed_s": round(st.elapsed_s, 3), "cases_per_s": round(st.rate, 3), "lanes": fz.jobs,
-        "max_case_s": round(st.max_case_s, 3),
+        "max_case_s": round(st.max_case_s, 3), "reshrinks": st.reshrinks, "repeats": st.repeats,
+        "coverage": st.coverage.to_dict() if st.coverage is not None else {},
         "failures": dict(st.failures), "statuses": dict(st.statuses), "kinds": dict(st.kinds), "inject": fz.inject or "",
         "exit_code": report.exit_code,
         "findings": [{

@@ -77,6 +77,9 @@ class FuzzStats:
     phase: str = "starting"
     max_case_s: float = 0.0          # slowest single compile+run (what the hang timeout must stay above)
     built_s: float = 0.0
+    coverage: object = None          # fuzz.coverage.Coverage: what the run drew
+    reshrinks: int = 0               # failures of an already reported way shrunk again (another bug behind it?)
+    repeats: int = 0                 # ... that shrank to a signature already written (the same bug)
 
     @property
     def rate(self) -> float:

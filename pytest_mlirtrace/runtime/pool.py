@@ -217,8 +217,13 @@ class WorkerPool:
         return [s.worker.pid for s in self._slots if s.worker is not None and s.worker.alive()]
 
     # --- one request ----------------------------------------------------
-    def _request(self, slot: _Slot, msg: dict, timeout_s: float, what: str) -> dict:
+    def _request(self, slot: _Slot, msg: dict, timeout_s: float, what: str,
+                 compile_timeout_s: float | None = None) -> dict:
         """Send *msg* to the slot's worker (slot lock held) and return the reply.
+
+        A run's phases have their own limits: the build and the driver's first-launch compile (PoCL
+        compiles the work-group function when a kernel first runs) ``compile_timeout_s`` each (None:
+        ``timeout_s``), the launches themselves ``timeout_s``.
 
         Crashes and timeouts come back as reply dicts with status crash/hang.  A worker that cannot
         start (or cannot import what it needs) raises :class:`EnvironmentFailure`: no kernel of ours
@@ -230,13 +235,22 @@ class WorkerPool:
             raise EnvironmentFailure(f"the OpenCL worker for {self._spec} could not start: {e}") from None
         w.clear_tail()
         phase = "building" if msg["op"] == "build" else "building/starting"
+        limit = timeout_s if compile_timeout_s is None else max(timeout_s, compile_timeout_s)
         try:
             w.send(msg)
-            deadline = time.monotonic() + timeout_s
+            deadline = time.monotonic() + limit
             while True:
                 r = w.recv(deadline)
                 if r.get("op") == "built":
-                    phase = "running"
+                    if r.get("first_launch") and compile_timeout_s is not None:
+                        phase = "compiling at first launch"
+                        limit = compile_timeout_s
+                    else:
+                        phase, limit = "running", timeout_s
+                    deadline = time.monotonic() + limit
+                    continue
+                if r.get("op") == "launched":
+                    phase, limit = "running", timeout_s
                     deadline = time.monotonic() + timeout_s
                     continue
                 if r.get("op") == "result":
@@ -263,7 +277,7 @@ class WorkerPool:
             self.stats["hangs"] += 1
             self._replace(slot, w)
             return {"status": "hang", "signal": None, "stderr": tail, "worker_pid": w.pid,
-                    "error": f"timed out after {timeout_s:.1f} s while {phase} {what}, "
+                    "error": f"timed out after {limit:.1f} s while {phase} {what}, "
                              f"worker killed"}
         except Dead:
             try:
@@ -390,8 +404,12 @@ class WorkerPool:
                 self._builds.pop(next(iter(self._builds)))
 
     def run(self, job: KernelJob, *, warmup: int = 0, repeats: int = 1,
-            timeout_s: float | None = None, exclusive: bool | None = None) -> JobResult:
+            timeout_s: float | None = None, exclusive: bool | None = None,
+            compile_timeout_s: float | None = None) -> JobResult:
         """Build (if needed) and launch *job*; outputs are the OutBufs in order.
+
+        ``timeout_s`` limits the launches; a build the worker still has to do and the driver's
+        first-launch compile get ``compile_timeout_s`` each (None: ``timeout_s``).
 
         ``times_ms`` holds one profiling-event time per repeat.  Timed runs
         (warmup/repeats, or ``exclusive=True``) never overlap each other.
@@ -406,7 +424,7 @@ class WorkerPool:
             t0 = time.monotonic()
             slot = self._pick_slot(job.key)
             with slot.lock:
-                r = self._request(slot, msg, timeout, job.describe())
+                r = self._request(slot, msg, timeout, job.describe(), compile_timeout_s)
             res = self._result(r, job, time.monotonic() - t0)
         if res.status == "build_error" or (res.status == "ok" and not res.cached):
             self._remember_build(job.key, JobResult(

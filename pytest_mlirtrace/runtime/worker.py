@@ -302,7 +302,10 @@ class _Server:
             return dict(base, status="crash", retire=True, error=ent["error"])
         if not ent["ok"]:
             return dict(base, status="build_error", error=ent["error"])
-        self.send({"op": "built", "build_s": build_s})
+        # PoCL compiles a kernel's work-group function at its first launch (the command sits SUBMITTED,
+        # not RUNNING, meanwhile): the parent times that apart from the run (see pool._request)
+        first = not ent.get("launched")
+        self.send({"op": "built", "build_s": build_s, "first_launch": first})
         name = m["kernel"]
         mf = cl.mem_flags
         bufs, outs, vals = [], [], []
@@ -353,6 +356,10 @@ class _Server:
                         cl.enqueue_copy(q, b, init)
                 stage = "enqueue"
                 ev = cl.enqueue_nd_range_kernel(q, knl, gsize, lsize)
+                if first:
+                    self._await_running(ev)
+                    ent["launched"] = first = False
+                    self.send({"op": "launched"})
                 stage = "execute"
                 ev.wait()
                 if it >= warmup:
@@ -383,6 +390,20 @@ class _Server:
                 except Exception:
                     pass
         return dict(base, status="ok", outputs=results, times_ms=times, error="")
+
+    def _await_running(self, ev) -> None:
+        """Wait (polling, 1-20 ms) until ``ev`` leaves QUEUED/SUBMITTED: the first-launch compile is over."""
+        import time
+        running = self.cl.command_execution_status.RUNNING
+        nap = 0.001
+        while True:
+            try:
+                if ev.command_execution_status <= running:   # RUNNING, COMPLETE or an error code
+                    return
+            except Exception:   # noqa: BLE001 - a driver without the query: ev.wait() tells
+                return
+            time.sleep(nap)
+            nap = min(nap * 2, 0.02)
 
     def op_forget(self, m):
         """The parent judged a program's results wrong: drop it, and what it left in the kernel

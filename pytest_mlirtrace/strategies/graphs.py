@@ -40,6 +40,22 @@ input (laid out as the output), one drawn as a ``broadcast`` is the bias ([chann
 channel axis), ``min`` is the clip (ReLU6, ``min(max(x, 0), 6)``: the IR has no clip op), and some rarer ops
 are drawn as bias, relu, sigmoid, clip or residual steps (:data:`CONV_OP_MAP`) so that those come often.
 
+Values, sizes and layouts beyond the plain ones (issue 20)
+--------------------------------------------------------
+* ``values=`` (:data:`VALUES`): ``unit`` is what the rest of this section describes; ``wide`` scales the main
+  input by a literal (3, -0.25, 40, 1000, 2^-12: large magnitudes for softmax, exp and reductions) and loosens
+  the guards (exp up to 80, f16 products and sums up to 6e4); ``extreme`` adds the dtype's limits (half its
+  largest finite value, a subnormal scale, -1e4) and drops the guards, so overflows to inf and NaN occur. The
+  oracle defines every result and the check's bounds follow the values (``ir.error_bounds``), so no guard is
+  needed against false alarms; index 0 of the scales is "none", so a failure that does not need a scale loses it;
+* ``long_reductions=True``: a gemm, reduce or softmax may draw a long reduction (K of the dot, the last reduced
+  axis) up to the element cap, with the other dims small (M, N <= 4, others <= 2): what a narrow accumulator
+  shows on, at low cost;
+* parameters with non-standard strides (a variant of recipe ``transpose``: permuted, padded row pitch, a
+  zero-stride dim),
+  slices over two axes and with negative axes / indices, squeeze / unsqueeze of size-1 dims, and in epilogues
+  float -> int converts (i8 / i32, truncating) followed by integer ops; ``bf16`` where the dtypes allow.
+
 Numerics (why the oracle comparison does not flake)
 ---------------------------------------------------
 Inputs are uniform in [-1, 1] (``ir.random_inputs``). The builder tracks for each value a bound on
@@ -60,6 +76,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from hypothesis import strategies as st
 
 from .. import ir
@@ -83,6 +100,22 @@ VIEW_RECIPES = ("plain", "transpose", "multibroadcast", "broadcast", "slice", "r
 _POS_LO = 0.25     # "positive" means >= this
 _EXP_MAX = 4.0     # exp takes |x| <= this
 _F16_MUL_MAX = 256.0
+
+# Value profiles (``values=``): what the main input is scaled by (a literal ``mul`` before the chain; index 0,
+# the first a shrink tries, is no scaling) and how far the numeric guards hold values in. The oracle defines
+# every result (float64, rounded per op: an overflow is inf, inf - inf is NaN) and the error bounds follow
+# the values (ir.error_bounds), so the wide profiles need no guard to stay free of false alarms.
+VALUES = ("unit", "wide", "extreme")
+_SCALES = {
+    "unit": (),
+    # large magnitudes for softmax / exp / reductions, sign flips, small values
+    "wide": (1.0, 3.0, -0.25, 40.0, 1000.0, 2.0 ** -12),
+    # ... and the dtype's limits: near its largest finite value, subnormals, past the overflow of exp
+    "extreme": (1.0, 3.0, -0.25, 40.0, 1000.0, 2.0 ** -12, 100.0, "max", "subnormal", -1e4),
+}
+_GUARDS = {"unit": (_EXP_MAX, _F16_MUL_MAX, 1e4), "wide": (80.0, 6e4, 6e4), "extreme": (math.inf, math.inf, math.inf)}
+_DT_MAX = {"f16": 65504.0, "bf16": 3.38e38, "f32": 3.4028234e38, "f64": 1.7e308}
+_DT_SUB = {"f16": 2.0 ** -20, "bf16": 2.0 ** -130, "f32": 2.0 ** -140, "f64": 2.0 ** -1060}
 
 
 @dataclass
@@ -161,8 +194,11 @@ def _steps(n_ops: int, max_size: int):
 class GraphBuilder:
     """Builds one module from drawn descriptors; keeps the numerics well-conditioned (module docstring)."""
 
-    def __init__(self, *, ops, cmp_ops=("greater", "less", "equal"), max_rank, max_elements, views=True):
+    def __init__(self, *, ops, cmp_ops=("greater", "less", "equal"), max_rank, max_elements, views=True,
+                 values: str = "unit"):
         self.m = ir.Module()
+        self.values = values
+        self.exp_max, self.f16_mul_max, self.f16_sum_max = _GUARDS[values]
         self.cmp_ops = tuple(cmp_ops) or ("greater",)
         self.n_params = 0
         self.ops = ops
@@ -176,10 +212,43 @@ class GraphBuilder:
         self.extra_input = None       # (``"bias"`` | ``"residual"``, value) -> that input, for those steps
 
     # ---- leaves -----------------------------------------------------------
-    def param(self, dt: str, lens) -> str:
+    def param(self, dt: str, lens, strides=None) -> str:
         name = f"x{self.n_params}"
         self.n_params += 1
-        return self.m.add_param(name, dt, list(lens))
+        return self.m.add_param(name, dt, list(lens), strides=list(strides) if strides is not None else None)
+
+    def strided_param(self, dt: str, lens, a1: int, a2: int) -> str:
+        """A parameter whose storage is not packed row-major (as MIGraphX hands them: a transposed or
+        channels-last buffer, a padded row pitch, a broadcast one): ``a1`` picks permuted / padded / zero
+        stride (with ``a2``), ``a2`` the permutation, the pad or the broadcast dim."""
+        lens = list(lens)
+        rank = len(lens)
+        kind = (a1 + a2) % 3
+        strides = None
+        if kind == 0 and rank >= 2:
+            order = _non_identity_perm(rank, a2)          # storage order, outermost first
+            strides = [0] * rank
+            acc = 1
+            for d in reversed(order):
+                strides[d] = acc
+                acc *= max(lens[d], 1)
+        elif kind == 1:
+            pad = 1 + a2 % 3
+            strides = [0] * rank
+            acc = 1
+            for i in reversed(range(rank)):
+                strides[i] = acc
+                acc *= lens[i] + (pad if i == rank - 1 else 0)
+        else:
+            cands = [i for i, n in enumerate(lens) if n > 1]
+            if cands:
+                z = cands[a2 % len(cands)]
+                strides = [0] * rank
+                acc = 1
+                for i in reversed(range(rank)):
+                    strides[i] = 0 if i == z else acc
+                    acc *= 1 if i == z else max(lens[i], 1)
+        return self.param(dt, lens, strides)
 
     def input(self, dt: str, lens, desc=_PLAIN, recipes=VIEW_RECIPES, batch_dims: int | None = None) -> Val:
         """A value of logical ``lens``: a parameter, maybe seen through views (recipe 0 = plain)."""
@@ -199,6 +268,10 @@ class GraphBuilder:
         rank = len(lens)
         m = self.m
         a1, a2, a3 = a
+        if recipe == "transpose" and a2 % 2 == 1:
+            # a parameter whose own strides are not packed (the layout a transpose would give, a padded
+            # row pitch, a zero stride) -- a variant of the transpose recipe, so the draws of the others stay
+            return self.strided_param(dt, lens, a1, a3)
         if recipe == "transpose" and rank >= 2:
             perm = _non_identity_perm(rank, a1)
             return self._transposed_param(dt, lens, perm)
@@ -221,7 +294,27 @@ class GraphBuilder:
             start = a3 % (extra + 1)
             stored = list(lens)
             stored[axis] += extra
-            return m.add("slice", self.param(dt, stored), axes=[axis], starts=[start], ends=[start + lens[axis]])
+            axes, starts, ends = [axis], [start], [start + lens[axis]]
+            if (a3 >> 3) & 1 and rank >= 2:               # a second axis
+                ax2 = (axis + 1 + (a1 >> 3) % (rank - 1)) % rank
+                ex2 = 1 + (a2 >> 3) % 3
+                st2 = (a3 >> 5) % (ex2 + 1)
+                stored[ax2] += ex2
+                axes, starts, ends = axes + [ax2], starts + [st2], ends + [st2 + lens[ax2]]
+            if (a3 >> 4) & 1:                             # negative axes and indices, counted from the end
+                starts = [b - stored[a] for b, a in zip(starts, axes)]
+                ends = [e if e == stored[a] else e - stored[a] for e, a in zip(ends, axes)]
+                axes = [a - rank for a in axes]
+            return m.add("slice", self.param(dt, stored), axes=axes, starts=starts, ends=ends)
+        if recipe == "reshape" and (a3 >> 6) & 1:
+            # squeeze / unsqueeze: a size-1 dim the parameter lacks, or one it has more
+            ones = [i for i, n in enumerate(lens) if n == 1]
+            if ones:
+                d = ones[a1 % len(ones)]
+                return m.add("unsqueeze", self.param(dt, [n for i, n in enumerate(lens) if i != d]), axes=[d])
+            if rank < self.max_rank:
+                d = a1 % (rank + 1)
+                return m.add("squeeze", self.param(dt, list(lens[:d]) + [1] + list(lens[d:])), axes=[d])
         if recipe in ("reshape", "transpose_reshape") and rank < self.max_rank:
             # the parameter has one dim of lens split in two
             cands = [i for i, n in enumerate(lens) if any(n % f == 0 for f in range(2, n))]
@@ -237,6 +330,19 @@ class GraphBuilder:
                     return m.add("reshape", m.add("contiguous", t), dims=list(lens))
                 return m.add("reshape", self.param(dt, split), dims=list(lens))
         return self.param(dt, lens)
+
+    def scaled(self, v: Val, index: int) -> Val:
+        """``v`` times the profile's scale ``index`` (0: ``v`` itself), as a broadcast literal ``mul``."""
+        scales = _SCALES[self.values]
+        if not scales or not ir.dtype(v.dtype).is_float or index % len(scales) == 0:
+            return v
+        c = scales[index % len(scales)]
+        if c == "max":
+            c = _DT_MAX.get(v.dtype, 1e4) / 2
+        elif c == "subnormal":
+            c = _DT_SUB.get(v.dtype, 1e-30)
+        lit = Val(self.literal(c, v.dtype, v.lens), v.dtype, v.lens, mag=abs(c), pos=c if c > 0 else 0.0)
+        return self.new("mul", v, lit, mag=v.mag * abs(c), pos=0.0)
 
     def literal(self, value, dt: str, lens) -> str:
         lit = self.m.add_literal(value, dt, lens=(1,))
@@ -271,9 +377,9 @@ class GraphBuilder:
                 return self.new(op, v, mag=1 / math.sqrt(lo), pos=1 / math.sqrt(hi))
             return self.new(op, v, mag=1 / lo, pos=1 / hi)           # recip
         if op == "exp":
-            if v.mag > _EXP_MAX:
+            if v.mag > self.exp_max:
                 v = self.squash(v)
-            return self.new(op, v, mag=math.exp(v.mag), pos=math.exp(-v.mag))
+            return self.new(op, v, mag=math.exp(min(v.mag, 700.0)), pos=math.exp(-min(v.mag, 700.0)))
         if op in ("tanh", "erf"):
             return self.new(op, v, mag=1.0)
         if op == "sigmoid":
@@ -299,9 +405,9 @@ class GraphBuilder:
             if not ir.dtype(a.dtype).is_float and a.mag * b.mag > 2.0 ** 30:
                 # would overflow i32 (the oracle saturates, devices wrap): add instead
                 return self.new("add", a, b, mag=a.mag + b.mag)
-            if a.dtype == "f16" and a.mag * b.mag > _F16_MUL_MAX:
+            if a.dtype == "f16" and a.mag * b.mag > self.f16_mul_max:
                 a = self.squash(a)
-                if a.mag * b.mag > _F16_MUL_MAX:
+                if a.mag * b.mag > self.f16_mul_max:
                     b = self.squash(b)
             return self.new(op, a, b, mag=a.mag * b.mag, pos=a.pos * b.pos)
         if op == "add":
@@ -325,9 +431,11 @@ class GraphBuilder:
                 return v
         return self.input(cur.dtype, cur.lens, step.desc)
 
-    def chain(self, cur: Val, steps, float_dt: str, keep_dtype: bool = False) -> Val:
+    def chain(self, cur: Val, steps, float_dt: str, keep_dtype: bool = False, to_int: bool = False) -> Val:
         """A pointwise chain on ``cur``: each step consumes the latest value (nothing is left dead).
-        ``keep_dtype``: no ``convert`` (the value feeds an op that needs the dtype it has)."""
+        ``keep_dtype``: no ``convert`` (the value feeds an op that needs the dtype it has); ``to_int``: a
+        ``convert`` may go float -> int (an epilogue: nothing after it needs a float)."""
+        self._to_int = to_int
         pool = [cur]
         for step in steps:
             op = self.ops[step.op % len(self.ops)]
@@ -346,6 +454,12 @@ class GraphBuilder:
     def step(self, op: str, cur: Val, pool: list[Val], step: Step, float_dt: str) -> Val:
         if op in ("bias", "residual"):         # a conv's epilogue (``op_map``): add that input
             return self.binary("add", cur, self.extra_input(op, cur))
+        if op == "convert" and getattr(self, "_to_int", False) and ir.dtype(cur.dtype).is_float and step.arg & 1 \
+                and cur.mag < 2.0 ** 30:
+            # float -> int (truncation toward zero; bit-exact from exact inputs): an integer chain follows
+            target = "i32" if (step.arg >> 1) & 1 or cur.mag >= 100 else "i8"
+            return self.new("convert", cur, dt=target, mag=max(1.0, math.floor(cur.mag)), pos=0.0,
+                            target_type=ir.dtype(target).type_id)
         if op == "convert":
             target = ("f16" if cur.dtype == "f32" else "f32") if ir.dtype(cur.dtype).is_float else float_dt
             if target == "f16" and cur.mag > 6e4:
@@ -408,6 +522,8 @@ class Plan:
     prologue: tuple        # Steps
     epilogue: tuple        # Steps
     conv: tuple = ()       # a convolution's draws (:data:`CONV_FIELDS`); () -> derived from dims/inputs
+    long: int = 0          # gemm / reduce / softmax: 0, or a long reduction (1: a quarter of the cap, 2: the cap)
+    scale: int = 0         # the value profile's scale of the main input (0: none)
 
 
 # ------------------------------------------------------------------ kinds --
@@ -416,10 +532,24 @@ def _float_dtypes(dtypes) -> list[str]:
     return fl or ["f32"]
 
 
+def _long_lens(p: Plan, b: GraphBuilder) -> list[int]:
+    """The main input's lens; with ``p.long`` the last reduced axis is long (up to the element cap) and the
+    other dims small (at most 2): a long reduction at low cost."""
+    lens = list(p.dims[:p.rank])
+    if not p.long:
+        return _fit(lens, b.max_elements)
+    axis = _axes(p, p.rank)[-1]
+    lens = [min(n, 2) if i != axis else n for i, n in enumerate(lens)]
+    room = b.max_elements // _prod([n for i, n in enumerate(lens) if i != axis])
+    lens[axis] = max(lens[axis], room // (4 if p.long == 1 else 1))
+    return _fit(lens, b.max_elements)
+
+
 def _pointwise(b: GraphBuilder, p: Plan) -> Val:
     x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
+    x = b.scaled(x, p.scale)
     steps = p.prologue + p.epilogue or (Step(0),)
-    return b.chain(x, steps, p.dtype)
+    return b.chain(x, steps, p.dtype, to_int=True)
 
 
 def _axes(p: Plan, rank: int) -> list[int]:
@@ -427,25 +557,25 @@ def _axes(p: Plan, rank: int) -> list[int]:
 
 
 def _reduce(b: GraphBuilder, p: Plan) -> Val:
-    x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
-    x = b.chain(x, p.prologue, p.dtype)
+    x = b.input(p.dtype, _long_lens(p, b), p.inputs[0])
+    x = b.chain(b.scaled(x, p.scale), p.prologue, p.dtype)
     ops = ir.REDUCE_OPS
     op = ops[p.core % len(ops)]
     axes = _axes(p, p.rank)
     n = _prod([x.lens[i] for i in axes])
-    if op == "reduce_sum" and x.dtype == "f16" and x.mag * n > 1e4:
+    if op == "reduce_sum" and x.dtype == "f16" and x.mag * n > b.f16_sum_max:
         x = b.squash(x)
     mag = x.mag * (n if op == "reduce_sum" else 1)
     pos = x.pos * (n if op == "reduce_sum" else 1)
     r = b.new(op, x, mag=mag, pos=pos, axes=axes)
-    return b.chain(r, p.epilogue, p.dtype)
+    return b.chain(r, p.epilogue, p.dtype, to_int=True)
 
 
 def _softmax(b: GraphBuilder, p: Plan) -> Val:
-    x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
-    x = b.chain(x, p.prologue, p.dtype)
+    x = b.input(p.dtype, _long_lens(p, b), p.inputs[0])
+    x = b.chain(b.scaled(x, p.scale), p.prologue, p.dtype)
     s = b.new("softmax", x, mag=1.0, axis=_axes(p, p.rank)[-1])
-    return b.chain(s, p.epilogue, p.dtype)
+    return b.chain(s, p.epilogue, p.dtype, to_int=True)
 
 
 def _shrink_to(dims: list[int], sizes, limit: int) -> list[int]:
@@ -483,6 +613,10 @@ def _gemm(b: GraphBuilder, p: Plan, quant: bool) -> Val:
     batch = _batch(p, b)
     nb = len(batch)
     m, n, k = p.dims[b.max_rank:b.max_rank + 3]
+    if p.long:      # a long K with small M, N (and batch): what a narrow accumulator shows on, at low cost
+        batch = [1] * nb
+        m, n = min(m, 4), min(n, 4)
+        k = max(k, b.max_elements // max(m, n) // (4 if p.long == 1 else 1))
     *batch, m, n, k = _shrink_to(batch + [m, n, k], [list(range(nb)) + [nb, nb + 2], list(range(nb)) + [nb + 2, nb + 1],
                                                      list(range(nb)) + [nb, nb + 1]], b.max_elements)
     op, in_dt = "dot", p.dtype
@@ -491,7 +625,7 @@ def _gemm(b: GraphBuilder, p: Plan, quant: bool) -> Val:
     a = _gemm_input(b, in_dt, batch, m, k, p.inputs[0], _GEMM_A)
     w = _gemm_input(b, in_dt, batch, k, n, p.inputs[1], _GEMM_B)
     c = b.new(op, a, w, mag=math.sqrt(k) * (64 if op == "quant_dot" else 1))
-    return b.chain(c, p.epilogue, p.dtype)
+    return b.chain(b.scaled(c, p.scale), p.epilogue, p.dtype, to_int=True)
 
 
 def _attention(b: GraphBuilder, p: Plan) -> Val:
@@ -509,10 +643,29 @@ def _attention(b: GraphBuilder, p: Plan) -> Val:
     kt = _gemm_input(b, dt, batch, d, n, p.inputs[1], ("transpose", "plain"))
     s = b.new("dot", q, kt, mag=math.sqrt(d))
     s = b.chain(s, p.prologue, dt, keep_dtype=True)
-    pr = b.new("softmax", s, mag=1.0, axis=len(s.lens) - 1)
+    # core % 4: 0 attention; 1 attention with a causal mask (key > query + offset set to -inf, the offset
+    # making the last query see every key, as a KV cache's); 2 gemm-gemm (no softmax); 3 attention
+    form = p.core % 4
+    if form == 1:
+        s = _causal_mask(b, s, m, n)
+    if form == 2:
+        pr = s
+    else:
+        pr = b.new("softmax", s, mag=1.0, axis=len(s.lens) - 1)
     v = _gemm_input(b, dt, batch, n, dv, p.inputs[0], ("plain", "transpose", "slice"))
-    o = b.new("dot", pr, v, mag=1.0)
+    o = b.new("dot", pr, v, mag=pr.mag * math.sqrt(n) if form == 2 else 1.0)
     return b.chain(o, p.epilogue, dt)
+
+
+def _causal_mask(b: GraphBuilder, s: Val, m: int, n: int) -> Val:
+    """``where(greater(key iota, query iota + offset), -inf, s)`` from index literals, as MIGraphX writes it."""
+    lens = list(s.lens)
+    keys = b.m.add("multibroadcast", b.m.add_literal(np.arange(n, dtype=np.int32), "i32"), out_lens=lens)
+    qcol = b.m.add_literal((np.arange(m, dtype=np.int32) + max(0, n - m)).reshape(m, 1), "i32")
+    queries = b.m.add("multibroadcast", qcol, out_lens=lens)
+    masked = b.m.add("greater", keys, queries)
+    ninf = b.literal(float("-inf"), s.dtype, lens)
+    return Val(b.m.add("where", masked, ninf, s.name), s.dtype, s.lens, mag=s.mag)
 
 
 # ------------------------------------------------------------------ conv --
@@ -739,9 +892,10 @@ def _conv_epilogue(b: GraphBuilder, cur: Val, steps, float_dt: str, channel_axis
 
 
 def build_module(p: Plan, *, ops=FLOAT_OPS, cmp_ops=("greater", "less", "equal"), max_rank: int = 4, max_elements: int = 1 << 14, quant: bool = True,
-                 views: bool = True, max_dim: int = 64) -> ir.Module:
+                 views: bool = True, max_dim: int = 64, values: str = "unit") -> ir.Module:
     """The module a :class:`Plan` describes."""
-    b = GraphBuilder(ops=ops, cmp_ops=cmp_ops, max_rank=max_rank, max_elements=max_elements, views=views)
+    b = GraphBuilder(ops=ops, cmp_ops=cmp_ops, max_rank=max_rank, max_elements=max_elements, views=views,
+                     values=values)
     if p.kind == "pointwise":
         out = _pointwise(b, p)
     elif p.kind == "reduce":
@@ -783,7 +937,7 @@ def _norm_ops(ops) -> tuple[str, ...]:
 def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "attention"), dtypes=("f32", "f16"),
                  max_rank: int = 4, max_dim: int = 64, max_elements: int = 1 << 14, ops=None,
                  max_epilogue: int = 3, quant: bool = True, views: bool = True, kind_weights=None,
-                 _plans_only: bool = False) -> st.SearchStrategy:
+                 values: str = "unit", long_reductions: bool = False, _plans_only: bool = False) -> st.SearchStrategy:
     """Valid fused :class:`ir.Module` s of the kinds MIGraphX fuses (see this module's docstring).
 
     - ``gemm``: ``dot`` (float) or ``quant_dot`` (i8 -> i32, when ``quant``) whose inputs may come
@@ -807,6 +961,8 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
     ``max_elements`` elements (a sliced parameter up to 4 more in one dim).
     """
     kinds = _norm_kinds(kinds)
+    if values not in VALUES:
+        raise ValueError(f"unknown value profile {values!r}; known: {', '.join(VALUES)}")
     float_dts = _float_dtypes(dtypes)
     ops_t = _norm_ops(ops)
     if max_rank < 1 or max_dim < 1:
@@ -836,11 +992,14 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
         # drawn last, for a conv only: the layout above keeps its meaning whatever the kind, and the other
         # kinds draw exactly what they drew before convolutions existed
         conv = draw(convs) if kind == "conv" else ()
-        return Plan(kind, dt, rank, dims, inputs, core, axes, pro, epi, conv)
+        # then, only where asked for (so that without them the draws are what they were): a long reduction, a scale
+        long = draw(st.integers(0, 2)) if long_reductions and kind in ("gemm", "reduce", "softmax") else 0
+        scale = draw(st.integers(0, len(_SCALES[values]) - 1)) if _SCALES[values] else 0
+        return Plan(kind, dt, rank, dims, inputs, core, axes, pro, epi, conv, long, scale)
 
     convs = conv_draws()
     kw = dict(ops=chain_ops, cmp_ops=tuple(o for o in ops_t if o in ("greater", "less", "equal")), max_rank=max_rank,
-              max_elements=max_elements, quant=quant, views=views, max_dim=max_dim)
+              max_elements=max_elements, quant=quant, views=views, max_dim=max_dim, values=values)
     if _plans_only:
         return plans()
     return plans().map(lambda p: build_module(p, **kw))
@@ -852,7 +1011,7 @@ def graph_kind(module: ir.Module) -> str:
     dots = sum(o in ir.GEMM_OPS for o in ops)
     if any(o in ir.CONV_OPS for o in ops):
         return "conv"
-    if dots >= 2 and "softmax" in ops:
+    if dots >= 2:           # attention, or without a softmax the gemm-gemm it shrinks to
         return "attention"
     if dots:
         return "gemm"

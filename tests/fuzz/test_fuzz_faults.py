@@ -18,7 +18,7 @@ import pytest
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.codegen import FAULTS
-from pytest_mlirtrace.codegen.faults import CONV_FAULTS
+from pytest_mlirtrace.codegen.faults import ATTENTION_FAULTS, CONV_FAULTS
 from pytest_mlirtrace.ir.ops import conv_params
 
 # (budget, extra args) per fault: the hang needs a shorter timeout to shrink within its budget
@@ -31,6 +31,10 @@ BUDGETS = {
     # measured on the 2-core PoCL machine (seed 1): found after 8-12 s, shrunk to the minimal conv by 30-35 s
     "conv_pad_edge": (90, []),
     "conv_group_stride": (90, []),
+    # attention graphs only (--kinds attention): found after 4-6 s, shrunk to dot -> softmax -> dot by ~30 s
+    "softmax_no_rescale": (90, ["--kinds", "attention"]),
+    "attention_d_edge": (90, ["--kinds", "attention"]),
+    "causal_edge": (90, ["--kinds", "attention"]),
 }
 GEMM_OPS = {"dot", "quant_dot"}
 CONV_OPS = {"convolution", "quant_convolution"}
@@ -98,9 +102,18 @@ def test_fuzz_finds_wrong_transpose_stride_and_the_reproducer_fails_only_with_it
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", sorted(set(FAULTS) - {"wrong_transpose_stride"} - CONV_FAULTS))
+@pytest.mark.parametrize("fault", sorted(set(FAULTS) - {"wrong_transpose_stride"} - CONV_FAULTS - ATTENTION_FAULTS))
 def test_fuzz_finds_each_planted_fault(tmp_path, fault):
     check_found(tmp_path, fault)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", sorted(ATTENTION_FAULTS))
+def test_fuzz_finds_each_attention_fault_and_shrinks_it(tmp_path, fault):
+    """Found in attention graphs and shrunk to one attention: the two dots and the softmax between them."""
+    data = check_found(tmp_path, fault)
+    f = next(f for f in data["findings"] if f["ops"].count("dot") == 2)
+    assert "softmax" in f["ops"] or {"reduce_max", "reduce_sum"} <= set(f["ops"]), f
 
 
 def _the_conv(m: ir.Module):

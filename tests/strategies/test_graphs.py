@@ -42,8 +42,8 @@ def test_each_kind_is_drawn_and_classified(kind):
             assert any(o in ("dot", "quant_dot") for o in m.ops())
         if kind == "conv":
             assert sum(o in ir.CONV_OPS for o in m.ops()) == 1
-        if kind == "attention":
-            assert m.ops().count("dot") == 2 and "softmax" in m.ops()
+        if kind == "attention":         # attention, or (no softmax) a gemm-gemm
+            assert m.ops().count("dot") == 2
 
     check()
 
@@ -88,7 +88,9 @@ def test_migraphx_text_round_trip(m):
 def test_mlir_round_trip(m):
     text = mlir.emit_mlir(m)
     back = mlir.parse_mlir_module(text)
-    assert mlir.emit_mlir(back) == text
+    # the func's name is the module's (MLIR writes squeeze / unsqueeze as reshape: a parsed module names itself
+    # after reshape); the rest must come back as it was printed
+    assert mlir.emit_mlir(back, name=m.symbol_name()) == text
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)

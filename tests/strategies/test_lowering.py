@@ -1,7 +1,7 @@
 """No generated input crashes the Python side: lowering succeeds or raises the documented errors."""
 from __future__ import annotations
 
-import pytest
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,13 +34,21 @@ def test_lowering_succeeds_or_raises_lowering_error(module, data):
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(fused_graphs(kinds=("attention",), max_dim=8))
 def test_attention_graphs_lower_to_attention_kernels(module):
-    """Every drawn attention graph (dot -> prologue -> softmax -> dot -> epilogue) is an attention problem
-    keyed as rocMLIR keys attention, and its default solution lowers."""
+    """Every drawn attention graph (dot -> prologue [-> causal mask] -> softmax -> dot -> epilogue, or without
+    the softmax: a gemm-gemm) is a two-gemm problem keyed as rocMLIR keys it, and its default solution lowers;
+    a drawn causal mask is recognised as one."""
     p = codegen.problem_of(module)
-    assert p.kind == "attention" and p.key_kind == "attention", p.key()
-    assert "-seq_len_q" in p.key() and "-head_dim_v" in p.key()
+    assert p.kind == "attention" and p.key_kind in ("attention", "gemm_gemm"), p.key()
     spec = codegen.lower(module)
-    assert "exp(mx - mn)" in spec.source       # the online softmax's rescale
+    if p.key_kind == "attention":
+        assert "-seq_len_q" in p.key() and "-head_dim_v" in p.key()
+        assert "exp(mx - mn)" in spec.source       # the online softmax's rescale
+        causal = any(i.op == "@literal" and i.shape.dtype.name == "i32" and i.literal.size > 1
+                     and np.array_equal(i.literal.reshape(-1), np.arange(i.literal.size)) for i in module.instructions)
+        if causal and p.m > 1:          # (one query sees every key: nothing is masked, not causal)
+            assert "-causal true" in p.key() and "n1end = MINI(" in spec.source
+    else:
+        assert "-gemmO" in p.key() and "softmax" not in module.ops()
 
 
 @S

@@ -1,0 +1,115 @@
+"""The fuzz engine's bookkeeping, with the kernels' verdicts simulated (no kernel runs): two bugs that fail
+the same way (both wrong gemm results) are both reported, each with its own signature; a way already
+reported is shrunk again only now and then; every record carries the full hang limit."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_mlirtrace import codegen, engine
+from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
+from pytest_mlirtrace.fuzz.engine import case_signature
+
+
+def _bugs(module, problem):
+    """Which planted bugs a case hits: A, a transposed operand of the dot; B, a contraction of 5 or more."""
+    hit = []
+    if "transpose" in module.ops():
+        hit.append("A")
+    if problem.kind == "gemm" and getattr(problem, "k", 0) >= 5:
+        hit.append("B")
+    return hit
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    calls = {"n": 0, "timeouts": set()}
+
+    def run(self, module, *, solution=None, seed=None, mlir_text=None, **kw):
+        calls["n"] += 1
+        calls["timeouts"].add((self.timeout_s, self.build_timeout_s))
+        low = self.lower_module(module, mlir_text)
+        sol = engine.tuner.parse_solution(low.problem, solution) if isinstance(solution, str) else solution
+        c = self._lower(low, sol, None)
+        hit = _bugs(module, low.problem)
+        if not hit or c.status != "ok":
+            return engine.RunResult(c, c.status, detail=c.error, seed=seed or 0)
+        detail = f"output 0: 3/9 elements differ (planted bug {hit[0]})"
+        c.status, c.error = "wrong", detail
+        return engine.RunResult(c, "wrong", detail=detail, seed=seed or 0)
+
+    monkeypatch.setattr(engine.Pipeline, "run", run)
+    return calls
+
+
+def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path):
+    o = FuzzOptions(budget_s=45, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
+                    max_dim=8, verify=False, timeout_s=7.0, compile_timeout_s=33.0, shrink_budget_s=12)
+    fz = Fuzzer(o)
+    rep = fz.run()
+    ways = {f.way for f in rep.findings}
+    assert ways == {"wrong/gemm"}, [f.way for f in rep.findings]
+    causes = {_bugs(f.module, codegen.problem_of(f.module))[0] for f in rep.findings}
+    assert causes == {"A", "B"}, [(f.module.ops(), f.error) for f in rep.findings]
+    sigs = [case_signature(f.record) for f in rep.findings]
+    assert len(set(sigs)) == len(sigs)          # never the same bug written twice
+    # shrunk: B to a plain dot (no transpose), A to a transposed operand with a short contraction
+    b = next(f for f in rep.findings if "transpose" not in f.module.ops())
+    assert codegen.problem_of(b.module).k == 5, b.module.ops()
+    assert fz.stats.reshrinks >= 1
+    # the cases ran with the full limits, and the records carry them
+    # (the writer's evidence runs -- the kernel rebuilt with -cl-opt-disable -- use the record's limit too)
+    assert (7.0, 33.0) in simulated["timeouts"] and {t for t, _ in simulated["timeouts"]} == {7.0}
+    assert all(f.record.timeout_s == 7.0 for f in rep.findings)
+
+
+def test_a_known_way_is_shrunk_again_less_and_less_often(simulated, tmp_path, monkeypatch):
+    """One bug only (B): after it is written, re-shrinks of its way end at its own signature (repeats), and
+    each repeat doubles the failures to wait before the next."""
+    monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs",
+                        lambda m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
+    o = FuzzOptions(budget_s=35, seed=4, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
+                    max_dim=8, verify=False, shrink_budget_s=10)
+    fz = Fuzzer(o)
+    rep = fz.run()
+    assert len(rep.findings) == 1, [f.module.ops() for f in rep.findings]
+    kw = fz.known["wrong/gemm"]
+    assert fz.stats.repeats == fz.stats.reshrinks or fz.stats.reshrinks - fz.stats.repeats <= 1
+    if fz.stats.repeats:
+        assert kw.next_try >= 2 ** fz.stats.repeats * 3
+
+
+def test_a_parser_bug_is_found_through_the_text_round_trip(simulated, monkeypatch, tmp_path):
+    """A planted parser bug (MLIR with shaped types loses a reduce's axes): every case goes through the texts,
+    so the fuzz finds it, shrinks it to a reduction and writes it up, before any kernel is built."""
+    from pytest_mlirtrace import mlir
+    from pytest_mlirtrace.fuzz import engine as fe
+
+    real = mlir.parse_mlir_module
+
+    def buggy(text, *a, **kw):
+        m = real(text, *a, **kw)
+        if "!migraphx.shaped" in text:
+            for ins in m.instructions:
+                if ins.op.startswith("reduce_") and len(ins.attrs.get("axes", [])) > 0:
+                    ins.attrs["axes"] = list(ins.attrs["axes"])[:-1] + [0]
+        return m
+
+    monkeypatch.setattr(mlir, "parse_mlir_module", buggy)
+    monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs", lambda m, p: [])     # the kernels are all right
+    o = FuzzOptions(budget_s=25, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=1,
+                    kinds=("pointwise", "reduce"), max_dim=6, verify=False, shrink_budget_s=10, max_findings=1)
+    rep = Fuzzer(o).run()
+    assert rep.findings, "the parser bug went unnoticed"
+    f = rep.findings[0]
+    assert f.kind == "internal" and "MLIR (shaped types) parses back to another module" in f.error, f.error
+    assert [o for o in f.module.ops() if o.startswith("reduce_")], f.module.ops()
+    assert len(f.module.ops()) <= 2, f.module.ops()
+    assert f.path.endswith(".txt")
+    assert fe.RoundTripError.__name__ in f.error
+
+
+def test_without_the_round_trip_the_in_memory_module_is_compiled(simulated, tmp_path):
+    o = FuzzOptions(budget_s=5, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("pointwise",),
+                    max_dim=4, verify=False, round_trip=False)
+    rep = Fuzzer(o).run()
+    assert rep.stats.cases > 0 and simulated["n"] > 0

@@ -10,7 +10,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "migraphx"
 
 
 @pytest.mark.parametrize("name", ["issue2365_numeric_params_target_id.txt", "issue4117_broadcast_dot_add.txt",
-                                  "issue4117_slice_transpose_dot.txt"])
+                                  "issue4117_slice_transpose_dot.txt",
+                                  "pr3076_target_id_on_every_line.txt"])   # two reductions, one kernel
 def test_runnable_printout_runs_and_matches_the_oracle(name, capsys, monkeypatch):
     monkeypatch.delenv("MLIRTRACE_INJECT", raising=False)
     rc = main(["run", str(DATA / name), "--no-database"])

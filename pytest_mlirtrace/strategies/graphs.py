@@ -646,7 +646,7 @@ def _attention(b: GraphBuilder, p: Plan) -> Val:
     # core % 4: 0 attention; 1 attention with a causal mask (key > query + offset set to -inf, the offset
     # making the last query see every key, as a KV cache's); 2 gemm-gemm (no softmax); 3 attention
     form = p.core % 4
-    if form == 1:
+    if form == 1 and m > 1 and n > 1:       # (over one query or one key a causal mask masks nothing)
         s = _causal_mask(b, s, m, n)
     if form == 2:
         pr = s

@@ -88,6 +88,9 @@ def add_parser(sub, name):
                    help="stop once N reproducers are written (default: use the whole budget)")
     p.add_argument("--no-verify", action="store_true",
                    help="don't run each reproducer once in a fresh process before writing it")
+    p.add_argument("--write-grace", type=_positive_float, default=30.0, metavar="SECONDS",
+                   help="after the budget, time left for running what was found alone in fresh processes "
+                        "before it is written (then it is written unchecked, with a note; default 30)")
     p.add_argument("--report", default=None, metavar="FILE",
                    help="also write the summary as JSON to FILE (cases, rate, findings with their timings)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
@@ -106,7 +109,8 @@ def _run(args) -> int:
                     long_reductions=not args.no_long_reductions, database=database, jobs=args.jobs or 0,
                     timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                     shrink_budget_s=args.shrink_budget, seeds_per_case=args.seeds,
-                    max_findings=args.max_findings, verify=not args.no_verify)
+                    max_findings=args.max_findings, verify=not args.no_verify,
+                    write_grace_s=args.write_grace)
     try:
         return run_and_report(o, quiet=args.quiet, report_path=args.report)
     except codegen.FaultError as e:

@@ -41,7 +41,6 @@ import hashlib
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,6 +56,7 @@ from hypothesis import seed as hseed
 
 from .. import codegen, ir, mlir, repro, runtime, engine
 from ..config import inject_now
+from ..procs import run_group
 from ..repro.signature import signature_of
 from ..vocab import ExitCode
 from ..strategies import SUPPORTED_KINDS, fused_cases
@@ -118,6 +118,7 @@ class _KnownWay:
         return False
 
 
+UNCHECKED = "unchecked"  # a reproducer not run: no time left
 RESHRINK_FIRST = 3      # failures of a known way before it is shrunk again
 
 
@@ -441,28 +442,30 @@ class Fuzzer:
         self.stats.phase = f"shrinking {f.kind}"
 
     # ---- writing ------------------------------------------------------------------
-    def _reproducer_status(self, rec, inject: str | None) -> int | None:
+    def _reproducer_status(self, rec, inject: str | None) -> int | None | str:
         """The exit status of ``rec``'s reproducer run in a fresh process (as the user will run it), with
-        the faults ``inject`` switched on; None when it had to be killed."""
+        the faults ``inject`` switched on; None when it had to be killed (it and what it started: its
+        process group); :data:`UNCHECKED` when the budget and its write grace leave no time to run it."""
+        t = float(getattr(rec, "timeout_s", None) or self.o.timeout_s)
+        left = self._deadline + self.o.write_grace_s - time.monotonic()
+        if left < min(5.0, t):
+            return UNCHECKED
         with tempfile.TemporaryDirectory(prefix="mlirtrace-verify-") as d:
             w = repro.ReproWriter(d).write(rec)
             env = dict(os.environ)
             env.pop("MLIRTRACE_INJECT", None)
             if inject:
                 env["MLIRTRACE_INJECT"] = inject
-            t = float(getattr(rec, "timeout_s", None) or self.o.timeout_s)
             cmd = [sys.executable, str(w.script_path), "--quiet", "--timeout", f"{t:g}"]
             if self.o.device:
                 cmd += ["--device", self.o.device]
-            try:
-                return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=t * 3 + 120).returncode
-            except subprocess.TimeoutExpired:
-                return None
+            return run_group(cmd, env=env, timeout=min(t * 3 + 120, left))
 
-    def _reproduces(self, rec) -> bool:
+    def _reproduces(self, rec) -> bool | str:
         """Does ``rec``'s reproducer fail in a fresh process? A failure that depends on the worker's state
-        (stale local memory of earlier kernels, a race) may not."""
-        return self._reproducer_status(rec, self.inject) != ExitCode.OK
+        (stale local memory of earlier kernels, a race) may not. :data:`UNCHECKED` when out of time."""
+        code = self._reproducer_status(rec, self.inject)
+        return code if code is UNCHECKED else code != ExitCode.OK
 
     def _check_planted(self, rec) -> None:
         """With faults on: the case is planted once its reproducer passes with them off; a real bug when
@@ -471,6 +474,8 @@ class Fuzzer:
             return
         self.stats.phase = "checking the finding with the fault off"
         code = self._reproducer_status(rec, None)
+        if code is UNCHECKED:
+            return
         if code == ExitCode.OK:
             rec.planted = True
         elif code in (ExitCode.FAILURE, ExitCode.DIFFERENT, None):
@@ -497,7 +502,12 @@ class Fuzzer:
             if id(c) in seen:
                 continue
             seen.add(id(c))
-            if self._reproduces(c.record):
+            alone = self._reproduces(c.record)
+            if alone is UNCHECKED:
+                f.note = ("its reproducer was not run alone in a fresh process: the budget and its write "
+                          f"grace ({self.o.write_grace_s:g} s) were spent")
+                return f
+            if alone:
                 c.first_found_s = f.first_found_s
                 if c is not f:
                     c.note = "the smallest case did not fail in a fresh process; this larger one does"

@@ -36,6 +36,8 @@ class FuzzOptions:
     max_findings: int | None = None  # stop once this many reproducers are written (None: run the budget)
     verify: bool = True              # run each reproducer once in a fresh process before writing it
     verify_tries: int = 4            # failing cases tried, smallest first, until one reproduces alone
+    write_grace_s: float = 30.0      # after the budget: time left to run reproducers alone before writing them
+                                     # (then written unchecked, with a note); a case in flight is not cut short
     kind_weights: dict = field(default_factory=lambda: {"pointwise": 1, "reduce": 1, "softmax": 1, "gemm": 3,
                                                        "conv": 2})
 

@@ -113,3 +113,18 @@ def test_without_the_round_trip_the_in_memory_module_is_compiled(simulated, tmp_
                     max_dim=4, verify=False, round_trip=False)
     rep = Fuzzer(o).run()
     assert rep.stats.cases > 0 and simulated["n"] > 0
+
+
+def test_past_the_budget_and_its_write_grace_a_finding_is_written_unchecked(simulated, tmp_path, monkeypatch):
+    """No reproducer is started once the budget plus its write grace is spent: the finding is written with a
+    note saying it was not run alone, and nothing is called planted or not."""
+    started = []
+    monkeypatch.setattr("pytest_mlirtrace.fuzz.engine.run_group", lambda *a, **k: started.append(a) or 0)
+    # (the shrink may take longer than the budget: what was found is written once the budget runs out)
+    o = FuzzOptions(budget_s=4, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
+                    max_dim=8, verify=True, write_grace_s=0.0, shrink_budget_s=100)
+    rep = Fuzzer(o).run()
+    assert rep.findings and not started
+    f = rep.findings[-1]
+    assert "not run alone in a fresh process" in f.note and "write grace (0 s)" in f.note
+    assert f.record.planted is None

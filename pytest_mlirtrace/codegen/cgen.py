@@ -105,12 +105,15 @@ def _helper_h2f(w: int, call) -> str:
 """
 
 
-def _helper_f2h(w: int, call) -> str:
+def _helper_f2h(w: int, call, truncate: bool = False) -> str:
     F, U = vt("float", w), vt("uint", w)
+    # normal range: round to nearest even (+0xfff, +1 when the kept lsb is odd); [fault hook] f2h_truncate drops
+    # the 13 low bits instead (round toward zero)
+    rnd = "0xc8000000u" if truncate else "0xc8000fffu + ((ax >> 13) & 1u)"
     return f"""static inline {vt("ushort", w)} f2h{w}({F} f) {{
   const {U} x = as_{U}(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
   {U} o = (ax < 0x38800000u) ? as_{U}(as_{F}(ax) + 0.5f) - 0x3f000000u
-                            : (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;
+                            : (ax + {rnd}) >> 13;
   o = (ax >= 0x47800000u) ? ({U})0x7c00u : o;
   o = (ax > 0x7f800000u) ? ({U})0x7e00u : o;
   return {call(cvt("ushort", w), ["o | sign"], w, "ushort")};
@@ -182,6 +185,7 @@ class Helpers:
     """
     used: set = field(default_factory=set)
     vector_bits: int = 0
+    faults: frozenset = frozenset()     # [fault hook] planted faults in the helpers' text (f2h_truncate)
 
     def need(self, name: str, w: int = 1) -> str:
         for d in _DEPS.get(name, ()):
@@ -207,6 +211,9 @@ class Helpers:
         for name in order:
             for (n, w) in sorted(self.used, key=lambda x: (x[0], x[1])):
                 if n != name:
+                    continue
+                if n == "f2h":
+                    out.append(_helper_f2h(w, self.call, truncate="f2h_truncate" in self.faults))
                     continue
                 out.append(_IPOW if n == "ipow" else _QRECIP if n == "qrecip" else _HELPERS[n](w, self.call))
         return "".join(out)

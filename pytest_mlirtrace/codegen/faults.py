@@ -53,12 +53,39 @@ FAULTS: dict[str, str] = {
         "attention with a causal mask: each row's key loop ends one key before the diagonal (the mask is "
         "right, the loop bound that skips the masked keys is off by one), so the diagonal key's score is "
         "dropped. Fires on every causal attention; unmasked attention and gemm-gemm are unaffected.",
+    "softmax_no_max":
+        "softmax (reduce kernels): exp(x) instead of exp(x - max) -- the running maximum is computed but not "
+        "subtracted, so exp overflows to inf (f32: x > 88.7) and the output is inf/inf = NaN, or every exp "
+        "underflows to 0 (all x < -103) and the output is 0/0. Fires only for large magnitudes; inputs in "
+        "[-1, 1] (and attention's online softmax) are unaffected.",
+    "narrow_accumulator":
+        "gemm with f16 or bf16 operands: every partial sum of the K loop is rounded to the operands' type "
+        "(accumulating in half precision instead of float). The error grows with K: a few hundred products "
+        "of values of one sign are off by many ulps; short K and f32 gemms stay within the bound.",
+    "f2h_truncate":
+        "every float -> f16 conversion in a kernel (stores of f16 outputs, converts, f16 rounding of "
+        "intermediate values) rounds toward zero instead of to nearest even: off by one ulp when the dropped "
+        "13 bits are at least half an ulp. Subnormal f16 results, bf16 and f32 are unaffected.",
+    "odd_perf_config":
+        "the gemm perf-config rules 'MPerBlock is a multiple of MPerThread' and 'NPerBlock is a multiple of "
+        "NPerThread' are not checked, and the kernel launches MPerBlock / MPerThread by NPerBlock / NPerThread "
+        "work-items (rounded down) per tile: the last rows or columns of every tile are never computed (wrong "
+        "numbers), or no work-item is launched at all (a block smaller than a thread's tile: an empty grid). "
+        "Fires only for configs outside the tuning space (the space, in any printed form, keeps both rules).",
+    "parse_transpose_inverse":
+        "MLIR parser: a migraphx.transpose's permutation is read as its inverse. Fires for permutations that "
+        "are not their own inverse (rank >= 3 with a 3-cycle, e.g. [1, 2, 0]): the result type then no longer "
+        "matches (an error) or, for equal dims, the module differs silently. The MIGraphX text parser and the "
+        "kernels are unaffected; found by the fuzz's text round trip.",
 }
 
 #: faults that only change convolution kernels (implicit gemms); the others change every gemm kernel
 CONV_FAULTS = frozenset({"conv_pad_edge", "conv_group_stride"})
 #: faults that only change attention / gemm-gemm kernels
 ATTENTION_FAULTS = frozenset({"softmax_no_rescale", "attention_d_edge", "causal_edge"})
+#: faults outside the kernels' text: the solution rules (odd_perf_config) and the MLIR parser
+SOLUTION_FAULTS = frozenset({"odd_perf_config"})
+PARSER_FAULTS = frozenset({"parse_transpose_inverse"})
 
 
 def parse_inject(inject) -> frozenset[str]:

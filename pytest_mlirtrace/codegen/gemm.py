@@ -148,6 +148,16 @@ def _zero_vector(ctx: Ctx, acc_t: str, w: int) -> str:
     return f"{ctx.helpers.need('keep', w)}(({vt(acc_t, w)})(0))" if acc_t == "float" else "0"
 
 
+def _update(ctx: Ctx, an: Analysis, faults, i: int, NV: int, VW: int, acc_t: str) -> str:
+    """Row ``i``'s accumulators += ``av`` * the B vectors (``acc{i}_{j}``, ``VW`` lanes each)."""
+    narrow = {"f16": "rh", "bf16": "rbf"}.get(an.problem.dtype)
+    if "narrow_accumulator" in faults and narrow and acc_t == "float":
+        # [fault hook] narrow_accumulator: every partial sum rounded to the operands' 16-bit type
+        r = ctx.helpers.need(narrow, VW)
+        return " ".join(f"acc{i}_{j} = {r}(acc{i}_{j} + av * bv{j});" for j in range(NV))
+    return " ".join(f"acc{i}_{j} += av * bv{j};" for j in range(NV))
+
+
 # ====================================================================== direct
 def _direct(ctx: Ctx, an: Analysis, sol, faults):
     p = an.problem
@@ -234,7 +244,7 @@ def _direct(ctx: Ctx, an: Analysis, sol, faults):
                 av = f"ar{i}.{lane(arow_lane)}"
             else:
                 av = _scalar_operand(ctx, A, a_off, acc_t, f"at{i}_", sub)
-            upd = " ".join(f"acc{i}_{j} += av * bv{j};" for j in range(NV))
+            upd = _update(ctx, an, faults, i, NV, VW, acc_t)
             out.append("{ " + " ".join(sub) + (" " if sub else "") + f"const {acc_t} av = {av}; {upd} }}")
         return out
 
@@ -452,7 +462,7 @@ def _local(ctx: Ctx, an: Analysis, sol, faults):
     else:
         avs = [f"As[kk][ty * {MT} + {i}]" for i in range(MT)]
     for i in range(MT):
-        upd = " ".join(f"acc{i}_{j} += av * bv{j};" for j in range(NV))
+        upd = _update(ctx, an, faults, i, NV, sol.VectorWidth, acc_t)
         L.append(f"    {{ const {acc_t} av = {avs[i]}; {upd} }}")
     L.append("  }")
     L.append("  barrier(CLK_LOCAL_MEM_FENCE);")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir import Module
 from .errors import LoweringError, NotSupported
-from .faults import ATTENTION_FAULTS, CONV_FAULTS, parse_inject
+from .faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS, SOLUTION_FAULTS, parse_inject
 from .attention import lower_attention
 from .gemm import lower_gemm
 from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name
@@ -15,6 +15,22 @@ from .spec import KernelSpec
 
 _GEMM_ONLY_FAULTS = ("k_tail_off_by_one", "missing_barrier", "oob_write_n_edge", "infinite_loop",
                      "wrong_transpose_stride")
+
+
+def _planted_here(f: str, an: Analysis, sol: Solution, ctx: Ctx) -> bool:
+    """Is fault ``f`` in this kernel (its kind's code, or for the narrower ones: where it can fire)?"""
+    if f in PARSER_FAULTS:
+        return False
+    if f in SOLUTION_FAULTS:
+        return sol.kind == "gemm" and bool(sol.NPerBlock % sol.NPerThread or sol.MPerBlock % sol.MPerThread)
+    if f == "f2h_truncate":
+        return any(n == "f2h" for n, _ in ctx.helpers.used)
+    if f == "softmax_no_max":
+        return an.kind == "softmax"
+    if f == "narrow_accumulator":
+        return an.kind == "gemm" and an.problem.dtype in ("f16", "bf16")
+    return ((an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS) and (an.problem.conv or f not in CONV_FAULTS)
+            and (an.kind == "attention" or f not in ATTENTION_FAULTS))
 
 
 def lower(module: Module, solution: Solution | str | None = None, limits=None, *, inject=None,
@@ -32,10 +48,11 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
     if solution is None:
         solution = default_solution(an.problem, limits)
     elif isinstance(solution, str):
-        solution = Solution.parse(an.problem.kind, solution)
+        solution = Solution.parse(an.problem.kind, solution, faults=faults)
     check_applicable(an.problem, solution, limits)
     ctx = Ctx(an)
     ctx.helpers.vector_bits = int(getattr(limits, "vector_bits", 0) or 0)
+    ctx.helpers.faults = faults
     if an.kind == "gemm":
         body, gsize, lsize, attrs = lower_gemm(ctx, solution, faults)
     elif an.kind == "pointwise":
@@ -46,9 +63,7 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
         body, gsize, lsize, attrs = lower_attention(ctx, solution, faults)
     else:  # pragma: no cover - analyse only returns the kinds above
         raise NotSupported(f"kernel kind {an.kind!r}")
-    active = tuple(sorted(f for f in faults if (an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS)
-                          and (an.problem.conv or f not in CONV_FAULTS)
-                          and (an.kind == "attention" or f not in ATTENTION_FAULTS)))
+    active = tuple(sorted(f for f in faults if _planted_here(f, an, solution, ctx)))
     name = c_name(module.symbol_name())
     source = assemble(ctx, module, solution, active, name, attrs, body)
     if any(int(g) <= 0 for g in gsize):

@@ -122,7 +122,7 @@ class Solution:
         return Solution.parse(kind, ",".join(str(v) for v in values))
 
     @staticmethod
-    def parse(kind: str, text: str) -> "Solution":
+    def parse(kind: str, text: str, faults=frozenset()) -> "Solution":
         """Parse a perf-config string; :class:`SolutionError` names the bad field and what was expected.
 
         The text is split by ``vocab.parse_perf_config``: the legacy comma form mlirtrace writes, or a
@@ -150,10 +150,10 @@ class Solution:
                                     f"expected at most {MAX_FIELD}")
             vals.append(v)
         sol = Solution(kind, tuple(vals))
-        sol._validate(text)
+        sol._validate(text, faults)
         return sol
 
-    def _validate(self, text: str) -> None:
+    def _validate(self, text: str, faults=frozenset()) -> None:
         f = self.fields
 
         def bad(name: str, want: str):
@@ -165,9 +165,9 @@ class Solution:
         if self.kind == "gemm":
             if f["LocalTiles"] not in (0, 1):
                 bad("LocalTiles", "0 (global loads) or 1 (local-memory tiles)")
-            if f["MPerBlock"] % f["MPerThread"]:
+            if f["MPerBlock"] % f["MPerThread"] and "odd_perf_config" not in faults:   # [fault hook]
                 bad("MPerBlock", f"a multiple of MPerThread ({f['MPerThread']})")
-            if f["NPerBlock"] % f["NPerThread"]:
+            if f["NPerBlock"] % f["NPerThread"] and "odd_perf_config" not in faults:   # [fault hook]
                 bad("NPerBlock", f"a multiple of NPerThread ({f['NPerThread']})")
             if f["NPerThread"] % f["VectorWidth"]:
                 bad("NPerThread", f"a multiple of VectorWidth ({f['VectorWidth']})")

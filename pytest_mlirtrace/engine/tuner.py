@@ -130,9 +130,10 @@ def oracle_tolerances(module: ir.Module, problem) -> list[tuple[float, float]]:
     return [ir.tolerance(p, red) for p in ir.result_precisions(module)]
 
 
-def parse_solution(problem, text: str):
-    """A perf-config string for ``problem`` (raises codegen.SolutionError naming the bad field)."""
-    return codegen.Solution.parse(problem.kind, text)
+def parse_solution(problem, text: str, inject=None):
+    """A perf-config string for ``problem`` (raises codegen.SolutionError naming the bad field); ``inject``:
+    the planted faults, a rule of which may be off (odd_perf_config)."""
+    return codegen.Solution.parse(problem.kind, text, faults=codegen.parse_inject(inject))
 
 
 class Pipeline:
@@ -287,7 +288,7 @@ class Pipeline:
         if solution is None:
             solution = codegen.default_solution(low.problem, self.device)
         elif isinstance(solution, str):
-            solution = parse_solution(low.problem, solution)
+            solution = parse_solution(low.problem, solution, self.inject)
         c = self._lower(low, solution, None)      # building needs no inputs: none are made
         self._build([c])
         return c
@@ -310,7 +311,7 @@ class Pipeline:
                 solutions = pick(low.problem, self.device)
         else:
             from_db = False
-            solutions = [parse_solution(low.problem, s) if isinstance(s, str) else s for s in solutions]
+            solutions = [parse_solution(low.problem, s, self.inject) if isinstance(s, str) else s for s in solutions]
         self._emit(BenchmarkStarted("gpu::mlir_op", low.key, len(solutions), low.mlir_hash, from_db))
 
         inputs = self._inputs(low, self.seed)
@@ -375,7 +376,7 @@ class Pipeline:
         if solution is None:
             solution, _ = self.best_known(low)
         elif isinstance(solution, str):
-            solution = parse_solution(low.problem, solution)
+            solution = parse_solution(low.problem, solution, self.inject)
         inputs = inputs if inputs is not None else self._inputs(low, seed)
         expected, env = ir.evaluate(low.module, inputs, keep_all=True)
         bounds = ir.error_bounds(low.module, env)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
+import re
 import shutil
 import sys
 import tempfile
@@ -316,7 +317,7 @@ class Fuzzer:
         return fused_cases(kinds=o.kinds, dtypes=o.dtypes, max_rank=o.max_rank, max_dim=o.max_dim,
                            max_elements=o.max_elements, max_epilogue=o.max_epilogue, limits=self.device,
                            max_solutions=self.max_solutions, kind_weights=o.kind_weights, values=o.values,
-                           long_reductions=o.long_reductions)
+                           long_reductions=o.long_reductions, odd_solutions=o.odd_solutions)
 
     def _test(self, campaign: int):
         o = self.o
@@ -346,9 +347,42 @@ class Fuzzer:
 
         return fuzz_case
 
+    def _refusal(self, problem, text: str) -> str | None:
+        """Why the code generator refuses the perf config ``text`` for ``problem`` on this device (a parse or
+        applicability rule's message), None when it takes it."""
+        try:
+            sol = codegen.Solution.parse(problem.kind, text, faults=codegen.parse_inject(self.inject))
+            codegen.check_applicable(problem, sol, self.device)
+        except (codegen.SolutionError, codegen.NotApplicable) as e:
+            return str(e).strip() or f"{type(e).__name__} without a reason"
+        return None
+
+    def _keep_applicable(self, problem, sols: list) -> list:
+        """``sols`` less the odd perf configs (strings) the rules refuse, each refusal counted by its rule."""
+        kept = []
+        for s in sols:
+            if isinstance(s, str):
+                why = self._refusal(problem, s)
+                with self._lock:
+                    self.stats.odd_drawn += 1
+                    if why is not None:
+                        m = re.search(r"\((\w+)\) is", why)
+                        rule = (m.group(1) if m else "field count" if " field(s), expected " in why
+                                else re.sub(r"\d+", "N", why)[:40])
+                        self.stats.odd_refused[rule] += 1
+                if why is not None:
+                    continue
+            kept.append(s)
+        return kept
+
     def _check(self, module, sols, seed) -> None:
         sols = sols if isinstance(sols, list) else [sols]
         problem = codegen.problem_of(module)
+        if any(isinstance(s, str) for s in sols):
+            sols = self._keep_applicable(problem, sols)
+            if not sols:
+                self._tick()
+                return
         key = (ir.print_module(module), tuple(map(str, sols)), seed)
         memo = self._memo.get(key)
         if memo is not None:
@@ -363,7 +397,11 @@ class Fuzzer:
             raise EnvironmentStop(e) from e
         except Exception as e:   # the Python side crashed: a bug of ours, shrink and report it too
             err = f"{type(e).__name__}: {e}"
-            way = f"internal/{problem.key_kind}/{repro.normalise_error(err)}"
+            # a text that does not come back is the printer's or parser's bug, whatever kernel the module makes
+            where = "text" if isinstance(e, RoundTripError) else problem.key_kind
+            # the func's name (its ops) and the length of a list of numbers say where, not which bug
+            what = re.sub(r"\[N(, N)*\]", "[N..]", re.sub(r"@[\w.$-]+", "@F", repro.normalise_error(err)))
+            way = f"internal/{where}/{what}"
             with self._lock:
                 self.stats.examples += 1
                 self.stats.failures["internal"] += 1

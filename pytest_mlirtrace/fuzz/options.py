@@ -22,6 +22,8 @@ class FuzzOptions:
     max_epilogue: int = 3
     values: str = "wide"             # value profile (strategies.VALUES): unit ([-1, 1] inputs, guarded), wide
                                      # (scaled by literals up to 1000, guards loosened), extreme (dtype limits too)
+    odd_solutions: bool = True       # half the cases add a perf config beyond the space, in any printed
+                                     # form: refused with a reason (counted) or run and checked
     round_trip: bool = True          # every case: module -> MIGraphX text / MLIR (both syntaxes) -> parse -> compare
     long_reductions: bool = True     # gemm K / reduce and softmax axes up to the element cap, other dims small
     database: str | None = DEFAULT_DATABASE

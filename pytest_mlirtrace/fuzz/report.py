@@ -94,6 +94,11 @@ def summary(report, lanes) -> str:
                      f"{st.repeats} of them the bug already written")
     if st.coverage is not None and st.examples:
         lines.extend(st.coverage.lines())
+    if st.odd_drawn:
+        n_ref = sum(st.odd_refused.values())
+        top = "; ".join(f"{r} {n}" for r, n in st.odd_refused.most_common(4))
+        lines.append(f"perf configs beyond the space: {st.odd_drawn} drawn, {st.odd_drawn - n_ref} run and checked, "
+                     f"{n_ref} refused" + (f" ({top})" if top else ""))
     if not report.findings:
         lines.append("reproducers written: none")
     else:
@@ -118,6 +123,7 @@ def report_dict(report, fz) -> dict:
         "cases": st.cases, "examples": st.examples, "replayed": st.replayed, "campaigns": st.campaigns,
         "elapsed_s": round(st.elapsed_s, 3), "cases_per_s": round(st.rate, 3), "lanes": fz.jobs,
         "max_case_s": round(st.max_case_s, 3), "reshrinks": st.reshrinks, "repeats": st.repeats,
+        "odd_perf_configs": {"drawn": st.odd_drawn, "refused": dict(st.odd_refused)},
         "coverage": st.coverage.to_dict() if st.coverage is not None else {},
         "failures": dict(st.failures), "statuses": dict(st.statuses), "kinds": dict(st.kinds), "inject": fz.inject or "",
         "exit_code": report.exit_code,

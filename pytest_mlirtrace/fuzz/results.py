@@ -80,6 +80,8 @@ class FuzzStats:
     coverage: object = None          # fuzz.coverage.Coverage: what the run drew
     reshrinks: int = 0               # failures of an already reported way shrunk again (another bug behind it?)
     repeats: int = 0                 # ... that shrank to a signature already written (the same bug)
+    odd_drawn: int = 0               # perf configs beyond the space drawn (FuzzOptions.odd_solutions)
+    odd_refused: Counter = field(default_factory=Counter)   # ... refused, by the rule that refused them
 
     @property
     def rate(self) -> float:

@@ -25,6 +25,16 @@ def implied_attrs(short: str, attrs: dict, n_inputs: int, out_dtype) -> None:
     point quantizes to its printed result type (the IR's ``out_type``; MIGraphX's default is uint8)."""
     if short == "quantizelinear" and n_inputs == 2 and "out_type" not in attrs and out_dtype.name != "u8":
         attrs["out_type"] = out_dtype.type_id
+    if short == "transpose" and isinstance(attrs.get("permutation"), list) and _planted("parse_transpose_inverse"):
+        perm = attrs["permutation"]      # [fault hook] parse_transpose_inverse: the inverse permutation is kept
+        if sorted(perm) == list(range(len(perm))):
+            attrs["permutation"] = sorted(range(len(perm)), key=perm.__getitem__)
+
+
+def _planted(fault: str) -> bool:
+    """Is the planted parser fault ``fault`` on ($MLIRTRACE_INJECT, read through the settings)?"""
+    from ..config import inject_now
+    return fault in inject_now().split(",")
 
 
 VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice", "squeeze", "unsqueeze"})

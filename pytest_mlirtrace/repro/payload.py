@@ -93,7 +93,7 @@ def _spec_of(rec: FailureRecord, module):
     from .. import codegen, runtime
     from ..engine.tuner import parse_solution
     dev = rec.device_info if rec.device_info is not None else runtime.resolve_device(rec.span.device)
-    sol = parse_solution(codegen.problem_of(module), rec.span.solution)
+    sol = parse_solution(codegen.problem_of(module), rec.span.solution, rec.inject or None)
     spec = codegen.lower(module, sol, dev, inject=rec.inject or None)
     if spec.source != rec.span.kernel_source:
         return None, "lowering the MLIR again does not give the recorded kernel"

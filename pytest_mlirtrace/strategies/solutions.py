@@ -162,9 +162,29 @@ KERNEL_KIND = {"pointwise": "pointwise", "reduce": "reduce", "softmax": "softmax
 SUPPORTED_KINDS = tuple(k for k in ALL_KINDS if KERNEL_KIND.get(k) in codegen.KINDS)
 
 
+#: field values an odd perf config is drawn from: powers of two, their neighbours and sums, as real logs carry
+ODD_FIELD_VALUES = (1, 2, 4, 8, 16, 32, 64, 3, 5, 6, 7, 12, 24, 48, 96, 128, 256)
+#: the printed forms of a perf config: mlirtrace's/legacy (no prefix) and rocMLIR's versioned ones
+ODD_FORMS = ("", "v1:", "v2:", "v3:", "v4:")
+
+
+def odd_perf_config(kind: str, base, changes, form: int, extra: int) -> str:
+    """A perf config for a ``kind`` kernel beyond its space: the values of ``base`` (a solution of the space)
+    with ``changes`` -- (field index, index into :data:`ODD_FIELD_VALUES`) pairs -- made (a value from the
+    field's whole range, which may break the space's invariants), ``extra`` fields more (1) or fewer (-1), in
+    the printed form ``ODD_FORMS[form]``. The code generator must refuse it with a reason or run it right."""
+    vals = list(base)
+    for i, v in changes:
+        vals[i % len(vals)] = ODD_FIELD_VALUES[v % len(ODD_FIELD_VALUES)]
+    if kind == "gemm":
+        vals[6] = vals[6] % 2             # LocalTiles: 0 or 1 (other values: refused, tried by unit tests)
+    vals = vals + [vals[-1]] if extra > 0 else vals[:-1] if extra < 0 else vals
+    return ODD_FORMS[form % len(ODD_FORMS)] + ",".join(map(str, vals))
+
+
 def fused_cases(kinds=SUPPORTED_KINDS, dtypes=("f32", "f16"), max_rank: int = 4, max_dim: int = 64,
                 max_elements: int = 1 << 14, ops=None, max_epilogue: int = 3, limits=None, edge_cases: bool = True,
-                max_solutions: int = 1, **graph_kw) -> st.SearchStrategy:
+                max_solutions: int = 1, odd_solutions: bool = False, **graph_kw) -> st.SearchStrategy:
     """``(module, solution, seed)`` triples: a module from :func:`fused_graphs`, an applicable solution
     of its problem (from :func:`solution_list`: default first, edge cases, the space; the pick is an
     index modulo the list's length, so it shrinks toward the default) and a seed for
@@ -173,6 +193,9 @@ def fused_cases(kinds=SUPPORTED_KINDS, dtypes=("f32", "f16"), max_rank: int = 4,
 
     With ``max_solutions > 1`` the second item is a list of 1..max_solutions distinct solutions
     (the fuzzer checks them in parallel).
+
+    With ``odd_solutions`` half the cases carry one more solution as a perf-config *string*
+    (:func:`odd_perf_config`: beyond the space, any printed form); it shrinks away first (to no odd one).
     """
     graphs = fused_graphs(kinds=kinds, dtypes=dtypes, max_rank=max_rank, max_dim=max_dim,
                           max_elements=max_elements, ops=ops, max_epilogue=max_epilogue, **graph_kw)
@@ -197,9 +220,19 @@ def fused_cases(kinds=SUPPORTED_KINDS, dtypes=("f32", "f16"), max_rank: int = 4,
         if not sols:
             reject()
         chosen = list({sols[i % len(sols)].values: sols[i % len(sols)] for i in picks}.values())
+        # after the module (nothing before it shifts when the shrink drops them), drawn only when the flag is
+        # on: the flag shrinks to "no odd solution" and the rest goes with it
+        if odd_solutions and draw(st.integers(0, 1)):     # one or two fields of a solution of the space changed
+            nv = len(ODD_FIELD_VALUES) - 1
+            form, extra = draw(st.integers(0, len(ODD_FORMS) - 1)), draw(st.sampled_from((0, 0, 0, 0, 0, 0, 1, -1)))
+            base = sols[draw(st.integers(0, 2 ** 16 - 1)) % len(sols)].values
+            changes = [(draw(st.integers(0, 7)), draw(st.integers(0, nv))) for _ in range(draw(st.integers(1, 2)))]
+            text = odd_perf_config(problem.kind, base, changes, form, extra)
+            chosen = [text] if max_solutions == 1 else chosen[:max_solutions - 1] + [text]
         return module, (chosen if max_solutions > 1 else chosen[0]), seed
 
     return cases()
 
 
-__all__ = ["solutions", "solution_list", "edge_solutions", "fused_cases", "SUPPORTED_KINDS", "KERNEL_KIND"]
+__all__ = ["solutions", "solution_list", "edge_solutions", "fused_cases", "odd_perf_config", "SUPPORTED_KINDS",
+           "KERNEL_KIND"]

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.codegen import FAULTS
-from pytest_mlirtrace.codegen.faults import ATTENTION_FAULTS, CONV_FAULTS
+from pytest_mlirtrace.codegen.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
 from pytest_mlirtrace.ir.ops import conv_params
 
 # (budget, extra args) per fault: the hang needs a shorter timeout to shrink within its budget
@@ -31,6 +31,13 @@ BUDGETS = {
     # measured on the 2-core PoCL machine (seed 1): found after 8-12 s, shrunk to the minimal conv by 30-35 s
     "conv_pad_edge": (90, []),
     "conv_group_stride": (90, []),
+    # the value, accumulator, rounding, perf-config and parser faults: the whole generator, as a user runs it
+    # (`mlirtrace fuzz --budget 120`), ending at the first reproducer
+    "softmax_no_max": (120, ["--max-findings", "1"]),
+    "narrow_accumulator": (120, ["--max-findings", "1"]),
+    "f2h_truncate": (120, ["--max-findings", "1"]),
+    "odd_perf_config": (120, ["--max-findings", "1"]),
+    "parse_transpose_inverse": (120, ["--max-findings", "1"]),
     # attention graphs only (--kinds attention): found after 4-6 s, shrunk to dot -> softmax -> dot by ~30 s
     "softmax_no_rescale": (90, ["--kinds", "attention"]),
     "attention_d_edge": (90, ["--kinds", "attention"]),
@@ -64,7 +71,7 @@ def run_repro(script: str, inject: str | None, timeout: float = 180):
                           timeout=timeout)
 
 
-def check_found(tmp: Path, fault: str, *more: str) -> dict:
+def check_found(tmp: Path, fault: str, *more: str, ops: set | None = ...) -> dict:
     budget, extra = BUDGETS[fault]
     p, data = fuzz(tmp, fault, budget, *extra, *more)
     out = p.stdout + p.stderr
@@ -80,9 +87,10 @@ def check_found(tmp: Path, fault: str, *more: str) -> dict:
     # the budget leaves room for a plain gemm finding as well: a conv is another way to fail.)
     # (a gemm fault found only in a convolution -- an implicit gemm on the same kernels -- counts: with more
     # kinds drawn per run, the budget does not always leave room for a plain dot finding as well)
-    ops = CONV_OPS if fault in CONV_FAULTS else GEMM_OPS | CONV_OPS
-    gemm = [f for f in data["findings"] if ops & set(f["ops"])]
-    assert gemm, f"no {'conv' if fault in CONV_FAULTS else 'gemm'} finding for {fault}: {data['findings']}"
+    if ops is ...:
+        ops = CONV_OPS if fault in CONV_FAULTS else GEMM_OPS | CONV_OPS
+    gemm = [f for f in data["findings"] if ops is None or ops & set(f["ops"])]
+    assert gemm, f"no finding with {sorted(ops)} for {fault}: {data['findings']}"
     f = gemm[0]
     assert f["path"].endswith(".py") and Path(f["path"]).exists()
     assert Path(f["ticket"]).exists()
@@ -106,10 +114,39 @@ def test_fuzz_finds_wrong_transpose_stride_and_the_reproducer_fails_only_with_it
     assert f["ops"].count("dot") == 1 and len(f["ops"]) <= 4, f
 
 
+#: what each fault of the value/accumulator/rounding/config classes must be found in (an op of the finding)
+CLASS_FAULTS = {"softmax_no_max": {"softmax"}, "narrow_accumulator": GEMM_OPS | CONV_OPS,
+                "f2h_truncate": None, "odd_perf_config": GEMM_OPS | CONV_OPS}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", sorted(set(FAULTS) - {"wrong_transpose_stride"} - CONV_FAULTS - ATTENTION_FAULTS))
+@pytest.mark.parametrize("fault", sorted(set(FAULTS) - {"wrong_transpose_stride"} - CONV_FAULTS - ATTENTION_FAULTS
+                                         - set(CLASS_FAULTS) - PARSER_FAULTS))
 def test_fuzz_finds_each_planted_fault(tmp_path, fault):
     check_found(tmp_path, fault)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", sorted(CLASS_FAULTS))
+def test_fuzz_finds_each_class_of_fault(tmp_path, fault):
+    """A large-value bug (softmax without its max), a narrow accumulator, a rounding-mode bug, an odd-perf-config
+    bug: each found by the default generator within 120 s, its reproducer failing with the fault only."""
+    check_found(tmp_path, fault, ops=CLASS_FAULTS[fault])
+
+
+@pytest.mark.slow
+def test_fuzz_finds_a_parser_bug_through_the_text_round_trip(tmp_path):
+    budget, extra = BUDGETS["parse_transpose_inverse"]
+    p, data = fuzz(tmp_path, "parse_transpose_inverse", budget, *extra)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1 and data and data["findings"], out
+    f = data["findings"][0]
+    assert f["kind"] == "internal" and "transpose" in f["ops"], f
+    text = Path(f["path"]).read_text()
+    assert "does not parse back" in text or "parses back to another module" in text, text[:400]
+    assert "migraphx.transpose" in text
+    # shrunk: the transpose and at most the op its kind needs around it
+    assert len(f["ops"]) <= 4, f["ops"]
 
 
 @pytest.mark.slow

@@ -88,6 +88,9 @@ def add_parser(sub, name):
                    help="stop once N reproducers are written (default: use the whole budget)")
     p.add_argument("--no-verify", action="store_true",
                    help="don't run each reproducer once in a fresh process before writing it")
+    p.add_argument("--no-odd-configs", action="store_true",
+                   help="draw solutions from the tuning space only (default: half the cases add a perf config "
+                        "beyond it, in a legacy or v1-v4 form, which must be refused with a reason or run right)")
     p.add_argument("--write-grace", type=_positive_float, default=30.0, metavar="SECONDS",
                    help="after the budget, time left for running what was found alone in fresh processes "
                         "before it is written (then it is written unchecked, with a note; default 30)")
@@ -109,7 +112,7 @@ def _run(args) -> int:
                     long_reductions=not args.no_long_reductions, database=database, jobs=args.jobs or 0,
                     timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                     shrink_budget_s=args.shrink_budget, seeds_per_case=args.seeds,
-                    max_findings=args.max_findings, verify=not args.no_verify,
+                    max_findings=args.max_findings, verify=not args.no_verify, odd_solutions=not args.no_odd_configs,
                     write_grace_s=args.write_grace)
     try:
         return run_and_report(o, quiet=args.quiet, report_path=args.report)

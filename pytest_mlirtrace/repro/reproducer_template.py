@@ -290,6 +290,9 @@ def verdict(data: dict, res: dict) -> tuple[int, str]:
         return EXIT_CANNOT_RUN, "COULD NOT RUN: " + res.get("error", "")
     if status == "not_supported":
         return EXIT_NOT_SUPPORTED, "NOT SUPPORTED here: " + err
+    if status == "refused":
+        return EXIT_FIXED, ("FIXED (refused): the compiler now refuses the recorded solution, so no tuner runs it: "
+                            + err)
     if status == "ok" and kind == "slow" and data.get("max_ms") is not None and res.get("time_ms") is not None \
             and res["time_ms"] > float(data["max_ms"]):
         status = res["status"] = "slow"

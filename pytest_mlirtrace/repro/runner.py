@@ -103,6 +103,9 @@ def _run_package(data: dict, args) -> dict:
     except Exception as e:   # noqa: BLE001 - a solution that does not parse, an MLIR that no longer verifies
         if args.solution and type(e).__name__ == "SolutionError":
             return dict(base, status="usage", error=f"--solution {args.solution}: {e}")
+        if type(e).__name__ in ("SolutionError", "NotApplicable"):
+            # the recorded solution is refused now, by a rule that says why: what a tuner skips cannot fail
+            return dict(base, status="refused", error=f"{type(e).__name__}: {e}")
         if type(e).__name__ == "NotSupported":
             return dict(base, status="not_supported", error=f"{e}")
         return dict(base, status="lowering_error", error=f"{type(e).__name__}: {e}")

@@ -182,6 +182,8 @@ def test_record_validation_and_from_dict():
     ("wrong", "wrong", {}, 1), ("wrong", "ok", {}, 0), ("wrong", "crash", {}, 6), ("hang", "hang", {}, 1),
     ("slow", "ok", {"time_ms": 2.0}, 1), ("slow", "ok", {"time_ms": 0.5}, 0), ("assertion", "ok", {}, 5),
     ("wrong", "not_supported", {}, 3),
+    # the recorded solution refused now by a rule (a fixed odd-perf-config bug), whatever the recorded failure
+    ("wrong", "refused", {}, 0), ("lowering_error", "refused", {}, 0),
     ("imported", "ok", {}, 0), ("imported", "wrong", {}, 1), ("crash", "cannot_run", {}, 4),
 ])
 def test_verdicts(kind, status, extra, code):

@@ -17,10 +17,11 @@ with lit's substitutions (``%s``, ``%arch``, ``%linalg_test_lib_dir``...) to pas
 """
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
-__all__ = ["RocmlirChain", "rocmlir_chain", "SPLIT_PIPELINE_KINDS", "RUNTIME_LIBS", "tuning_config_line",
+__all__ = ["RocmlirChain", "rocmlir_chain", "handoff_markdown", "func_name", "SPLIT_PIPELINE_KINDS", "RUNTIME_LIBS", "tuning_config_line",
            "migraphx_trace_env"]
 
 #: problem-key kinds whose tests run ``-kernel-pipeline=migraphx`` in a driver apart from the host pipeline
@@ -52,7 +53,7 @@ class RocmlirChain:
 
 
 def _quote(arg: str) -> str:
-    if "$ROCMLIR_LIB_DIR" in arg:      # the shell expands it: double quotes around the rest
+    if "$" in arg:      # a variable the shell expands ($ROCMLIR_LIB_DIR, ${ARCH:-...}): double quotes
         return '"' + arg.replace('"', '\\"') + '"'
     return shlex.quote(arg)
 
@@ -96,3 +97,43 @@ def migraphx_trace_env(dump_dir: str = "mlir-dump") -> dict[str, str]:
     and problem key (``MIGRAPHX_TRACE_MLIR``), each solution tried with its MLIR
     (``MIGRAPHX_TRACE_BENCHMARKING=3``), a .mlir file per fusion (``MIGRAPHX_MLIR_DUMP``)."""
     return {"MIGRAPHX_TRACE_MLIR": "1", "MIGRAPHX_TRACE_BENCHMARKING": "3", "MIGRAPHX_MLIR_DUMP": dump_dir}
+
+
+def func_name(mlir_text: str) -> str | None:
+    """The first ``func.func``'s name in ``mlir_text`` (None: there is none)."""
+    m = re.search(r"\bfunc(?:\.func)?\s+(?:private\s+)?@([\w$.\-]+)", mlir_text or "")
+    return m.group(1) if m else None
+
+
+def handoff_markdown(data: dict, mlir_rel: str) -> list[str]:
+    """A ticket's hand-off section (markdown lines): the .mlir file written beside the reproducer
+    (``mlir_rel``), the rocMLIR chain that checks it on a ROCm GPU, the lit RUN line, the tuning config line
+    and the MIGraphX variables to trace a model's run."""
+    from .ticket import fence
+    func = func_name(data.get("mlir_text", ""))
+    if func is None:
+        return []
+    from ..vocab.problem_key import parse_problem_key
+    sol = data.get("solution") or None
+    key = data.get("problem_key") or ""
+    pk = parse_problem_key(key) if key.strip() else None
+    kind = (pk.kind if pk is not None else None) or "gemm"
+    chain = rocmlir_chain(func, mlir_rel, "${ARCH:-gfx942}", perf_config=sol, kind=kind)
+    lit = rocmlir_chain(func, kind=kind, perf_config=sol, lit=True)
+    out = ["## Reproduce with rocMLIR (hand-off)", "",
+           f"`{mlir_rel}` holds the func `@{func}` as rocMLIR's migraphx dialect takes it. On a ROCm machine "
+           "with a rocMLIR build (`ROCMLIR_LIB_DIR` = its `build/lib`, `ARCH` = the GPU, e.g. gfx942), this "
+           "builds it and checks it against a clone of itself on random inputs, as rocMLIR's e2e tests do:", "",
+           fence(chain.shell(), "sh"), "", "As a line of a rocMLIR lit test:", "", fence(lit.lit(), "mlir"), ""]
+    if sol:
+        out += [f"The perf config is the recorded one (`{sol}`). One made by mlirtrace's own code generator "
+                "(a test or a fuzz finding) has mlirtrace's fields; one imported from a MIGraphX log is rocMLIR's.",
+                ""]
+    flags = re.search(r"(?:^|\s)(-[A-Za-z_]\w*\s.*)$", key.strip(), re.S)
+    if flags:      # the key's flags without its arch / CU prefix
+        out += ["Tuning config line (`rocmlir-tuning-driver`, `tuningRunner.py`):", "",
+                fence(tuning_config_line(flags.group(1)), "text"), ""]
+    env = " ".join(f"{k}={v}" for k, v in migraphx_trace_env().items())
+    out += ["To see the same fused op in a model's MIGraphX run (each module, its MLIR, its problem and every "
+            "solution benchmarked):", "", fence(f"{env} migraphx-driver compile YOUR_MODEL.onnx --gpu", "sh"), ""]
+    return out

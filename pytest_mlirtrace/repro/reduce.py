@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from .signature import normalise_error
 from .signature import first_line
 
-__all__ = ["Step", "Reduction", "Reducer", "failure_class", "REDUCIBLE_KINDS"]
+__all__ = ["Step", "Reduction", "Reducer", "failure_class", "without", "size_of", "REDUCIBLE_KINDS"]
 
 #: failure kinds a run can show again (a test's assertion, a slow run and an import have no run to compare)
 REDUCIBLE_KINDS = ("wrong", "crash", "hang", "build_error", "launch_error", "lowering_error")
@@ -67,7 +67,7 @@ def size_of(m) -> tuple[int, int]:
     return len(_ops(m)), sum(int(p.shape.elements) for p in m.params())
 
 
-def _without(m, name: str):
+def without(m, name: str):
     """``m`` with instruction ``name`` taken out (its uses read its first input); None when that does not verify."""
     import copy
 
@@ -200,7 +200,7 @@ class Reducer:
                 src = red.module.get(ins.inputs[0]).shape
                 if src is None or src.lens != ins.shape.lens or src.dtype != ins.shape.dtype:
                     continue
-                m = _without(red.module, ins.name)
+                m = without(red.module, ins.name)
                 if m is not None and attempt(f"dropped {ins.op} ({ins.name})", m, red.solution):
                     changed = True
             # 2. shrink each size, largest first

@@ -25,6 +25,8 @@ COMMANDS = {
     "fuzz": "fuzz_cmd",
     "import-trace": "import_trace_cmd",
     "devices": "devices_cmd",
+    "tuning-db": "tuning_db_cmd",
+    "reduce": "reduce_cmd",
 }
 
 ENV_DEBUG = "MLIRTRACE_DEBUG"

@@ -58,6 +58,7 @@ from hypothesis import seed as hseed
 from .. import codegen, ir, mlir, repro, runtime, engine
 from ..config import inject_now
 from ..procs import run_group
+from ..repro.reduce import without as _without
 from ..repro.signature import signature_of
 from ..vocab import ExitCode
 from ..strategies import SUPPORTED_KINDS, fused_cases
@@ -128,29 +129,6 @@ def case_signature(rec) -> str:
     planted faults (one run has one fault setting)."""
     s = rec.span
     return signature_of(rec.kind, s.mlir_text, rec.error, s.module_text, "", solution=s.solution)
-
-
-def _without(module, name: str):
-    """``module`` with instruction ``name`` taken out (its uses read its first input instead; what is left
-    unused goes too); None when that does not verify."""
-    import copy as _copy
-
-    m = _copy.deepcopy(module)
-    gone = m.get(name)
-    src = gone.inputs[0]
-    m.instructions = [i for i in m.instructions if i.name != name]
-    for i in m.instructions:
-        i.inputs = [src if x == name else x for x in i.inputs]
-    used = set()
-    for i in reversed(m.instructions):
-        if i.op == "@return" or i.name in used:
-            used.update(i.inputs)
-    m.instructions = [i for i in m.instructions if i.op == "@return" or i.name in used]
-    try:
-        m.verify()
-    except Exception:   # noqa: BLE001
-        return None
-    return m
 
 
 def _norm_ops(module) -> tuple:

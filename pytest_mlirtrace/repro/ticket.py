@@ -70,7 +70,7 @@ def occurrences_line(entry: dict) -> str:
     return f"**Occurrences:** {entry.get('count', 1)} ({where})"
 
 
-def render_ticket(data: dict, entry: dict, script_rel: str) -> str:
+def render_ticket(data: dict, entry: dict, script_rel: str, mlir_rel: str | None = None) -> str:
     kind = data["kind"]
     out = [f"# {title(data)}", ""]
     out += [f"**Failure kind:** {kind} ({KIND_WORDS.get(kind, kind)}), at the {data['stage']} stage  ",
@@ -113,6 +113,9 @@ def render_ticket(data: dict, entry: dict, script_rel: str) -> str:
         f"Exit status 0 once fixed, 1 while the failure reproduces (2: bad usage, 3: not supported here, "
         f"4: cannot run here, 5: only the original test can judge, 6: fails differently). "
         f"Inputs: `ir.random_inputs(module, seed={data['seed']})`. Standalone: {std}.", ""]
+    if mlir_rel:
+        from .handoff import handoff_markdown
+        out += handoff_markdown(data, mlir_rel)
     v = data.get("versions", {})
     out += ["## Environment", ""] + [f"- {k}: {val}" for k, val in v.items()]
     out += [f"- device: {one_line(data.get('device_description') or data['device'])}",

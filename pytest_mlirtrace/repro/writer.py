@@ -115,7 +115,9 @@ class ReproWriter:
                     data = read_payload(script)
                     data["solutions"], data["passed"] = sols, good
                     atomic_write(script, render_script(data), 0o755)
-                    atomic_write(ticket, render_ticket(data, entry, display_path(script)))
+                    mlir_file = script.with_suffix(".mlir")
+                    atomic_write(ticket, render_ticket(data, entry, display_path(script),
+                                                       display_path(mlir_file) if mlir_file.exists() else None))
                 else:
                     atomic_write(ticket, update_occurrences(ticket.read_text(encoding="utf-8"), entry))
                 new = False
@@ -133,7 +135,13 @@ class ReproWriter:
                          "last_seen": now, "origins": [origin], "inject": rec.inject, "planted": rec.planted,
                          "solutions": failing, "passed": ok, "standalone": data["standalone"] is not None}
                 atomic_write(script, render_script(data), 0o755)
-                atomic_write(ticket, render_ticket(data, entry, display_path(script)))
+                mlir_file = None
+                if data.get("mlir_text"):      # the hand-off file: the MLIR as rocMLIR takes it
+                    mlir_file = script.with_suffix(".mlir")
+                    atomic_write(mlir_file, data["mlir_text"].rstrip() + "\n")
+                    entry["mlir"] = mlir_file.name
+                atomic_write(ticket, render_ticket(data, entry, display_path(script),
+                                                   display_path(mlir_file) if mlir_file else None))
                 new = True
             idx["reproducers"][sig] = entry
             idx["format"] = INDEX_FORMAT

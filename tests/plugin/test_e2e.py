@@ -115,7 +115,10 @@ def test_every_failure_kind_leaves_sections_a_reproducer_and_a_ticket(inner):
     assert {e["count"] for s, e in index.items() if s != sigs["test_wrong"]} == {1}
     assert len(index) == len(set(sigs.values())) == len(KIND_OF) - 1
     files = sorted(p.name for p in (inner.path / "reproducers").iterdir() if not p.name.startswith("."))
-    assert files == sorted([f"{s}{ext}" for s in index for ext in (".py", ".md")] + ["INDEX.json", "INDEX.md"])
+    # each: its reproducer, its ticket and, where it has MLIR, the .mlir file handed off to rocMLIR
+    assert files == sorted([f"{s}{ext}" for s in index for ext in (".py", ".md")]
+                           + [f"{s}.mlir" for s, e in index.items() if e.get("mlir")] + ["INDEX.json", "INDEX.md"])
+    assert sum(bool(e.get("mlir")) for e in index.values()) >= len(index) - 1
     ticket = (inner.path / "reproducers" / f"{sigs['test_wrong']}.md").read_text()
     assert "**Occurrences:** 2 (first: test_inner.py::test_wrong; last: test_inner.py::test_wrong_again)" in ticket
     # the fault was on, and the case passed with it off: planted (checked, not assumed)

@@ -39,7 +39,7 @@ def test_tune(mlirtrace, monkeypatch):
     assert not set(entry["solutions"]) & set(entry["passed"])
     assert entry["planted"] is True            # it passed with the fault switched off
     files = sorted(p.name for p in (inner.path / "reproducers").iterdir() if not p.name.startswith("."))
-    assert len(files) == 4                     # one .py, one .md, INDEX.json, INDEX.md
+    assert len(files) == 5                     # one .py, one .md, its .mlir, INDEX.json, INDEX.md
 
 
 HYPO = '''

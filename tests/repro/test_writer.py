@@ -75,7 +75,8 @@ def test_same_signature_twice_gives_one_reproducer_with_count_two(tmp_path):
                                                                        second.ticket_path)
     assert (first.count, second.count) == (1, 2)
     assert sorted(p.name for p in (tmp_path / "r").iterdir() if not p.name.startswith(".")) == sorted(
-        [first.script_path.name, first.ticket_path.name, "INDEX.json", "INDEX.md"])
+        [first.script_path.name, first.ticket_path.name, first.script_path.with_suffix(".mlir").name, "INDEX.json",
+         "INDEX.md"])
     [entry] = w.index()
     assert entry["count"] == 2 and entry["first_origin"] == "t.py::a" and entry["last_origin"] == "t.py::b"
     ticket = first.ticket_path.read_text()
@@ -191,3 +192,20 @@ def test_verdicts(kind, status, extra, code):
 
     got, msg = verdict({"kind": kind, "max_ms": 1.0, "origin": "t"}, {"status": status, "error": "e", **extra})
     assert got == code, msg
+
+
+def test_the_mlir_goes_beside_the_reproducer_and_the_ticket_hands_it_off(tmp_path):
+    w = ReproWriter(tmp_path)
+    got = w.write(record())
+    mf = got.script_path.with_suffix(".mlir")
+    assert mf.read_text() == MLIR             # the file rocMLIR takes, byte for byte
+    t = got.ticket_path.read_text()
+    assert "## Reproduce with rocMLIR (hand-off)" in t
+    assert f"rocmlir-gen -fut mlir_dot_add --arch \"${{ARCH:-gfx942}}\" --clone-harness {mf}" in t
+    assert "--perf_config=16,16,1" in t
+    assert "rocmlir-driver -kernel-pipeline=migraphx,highlevel -host-pipeline=migraphx,highlevel" in t
+    assert "// RUN: rocmlir-gen -fut mlir_dot_add --arch %arch --clone-harness %s" in t
+    # the tuning config line is the key's flags, without its arch and CU prefix
+    assert "```text\n-t f32 -out_datatype f32 -transA false -transB false -g 1 -m 5 -n 3 -k 4\n```" in t
+    assert "MIGRAPHX_TRACE_MLIR=1" in t
+    assert json.loads((tmp_path / "INDEX.json").read_text())["reproducers"][got.signature]["mlir"] == mf.name

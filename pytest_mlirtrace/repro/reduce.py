@@ -1,0 +1,237 @@
+"""``reduce``: a written reproducer's module made small while it keeps failing the same way.
+
+Delta debugging over three kinds of step, in a fixed order, each tried once per pass until a pass changes
+nothing or the budget is spent (deterministic: no randomness, the same steps in the same order every time):
+
+1. *drop an op*: a pointwise op (or view) whose first input has its shape and type is taken out, its uses
+   reading that input instead (what is left unused goes too);
+2. *shrink a size*: every occurrence of one dimension value (in the parameters' lens and in the ops'
+   ``out_lens`` / ``dims``) becomes a smaller one -- 1, 2, 3, half, a value keeping a tail past 16, one less;
+3. *move the solution toward the default*: the default solution, else one field at a time to its value.
+
+A step holds when the changed case, run isolated (the engine's workers, the recorded seed, the recorded
+faults and hang limit), fails in the same *failure class* as the original: its kind and its first error line
+with numbers, paths, the solution and the kernel's name scrubbed (the ticket signature also hashes the MLIR,
+which every step changes). Each step says which reduction it made and whether it held.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from .signature import normalise_error
+from .signature import first_line
+
+__all__ = ["Step", "Reduction", "Reducer", "failure_class", "without", "size_of", "REDUCIBLE_KINDS"]
+
+#: failure kinds a run can show again (a test's assertion, a slow run and an import have no run to compare)
+REDUCIBLE_KINDS = ("wrong", "crash", "hang", "build_error", "launch_error", "lowering_error")
+_NAMES = re.compile(r"@[\w.$-]+|'[\w.$-]*mlir_[\w.$-]*'|\bmlir_\w+")
+
+
+def failure_class(kind: str, error: str, solution: str = "") -> str:
+    """What a reduced case must still show: the kind and the first error line, normalised (numbers, paths,
+    addresses, the solution) and with the func / kernel names scrubbed (the ops in them change as ops go)."""
+    return f"{kind}: {_NAMES.sub('F', normalise_error(first_line(error or ''), solution))}"
+
+
+@dataclass
+class Step:
+    what: str           # "dropped relu (@3)", "size 23 -> 2", "solution -> 8,8,8,4,8,8,0,4"
+    held: bool
+    detail: str = ""    # what the candidate showed when it did not hold
+
+
+@dataclass
+class Reduction:
+    module: object              # ir.Module
+    solution: str
+    result: object | None       # the engine RunResult of the reduced case (None: nothing held)
+    steps: list = field(default_factory=list)
+    runs: int = 0
+    elapsed_s: float = 0.0
+    out_of_budget: bool = False
+
+    @property
+    def held(self) -> list:
+        return [s for s in self.steps if s.held]
+
+
+def _ops(m) -> list:
+    return [i.op for i in m.instructions if not i.op.startswith("@")]
+
+
+def size_of(m) -> tuple[int, int]:
+    """(ops, parameter elements) of module ``m``."""
+    return len(_ops(m)), sum(int(p.shape.elements) for p in m.params())
+
+
+def without(m, name: str):
+    """``m`` with instruction ``name`` taken out (its uses read its first input); None when that does not verify."""
+    import copy
+
+    out = copy.deepcopy(m)
+    src = out.get(name).inputs[0]
+    out.instructions = [i for i in out.instructions if i.name != name]
+    for i in out.instructions:
+        i.inputs = [src if x == name else x for x in i.inputs]
+    used = set()
+    for i in reversed(out.instructions):
+        if i.op == "@return" or i.name in used:
+            used.update(i.inputs)
+    out.instructions = [i for i in out.instructions if i.op == "@return" or i.name in used]
+    try:
+        out.verify()
+    except Exception:   # noqa: BLE001 - a candidate that is no module
+        return None
+    return out
+
+
+_SIZE_ATTRS = ("out_lens", "dims")
+
+
+def _resized(m, old: int, new: int):
+    """``m`` with every dimension ``old`` (parameter lens, ``out_lens`` / ``dims`` attributes) made ``new``;
+    None when that gives no valid module (a literal or a non-standard parameter of that size, a rule broken)."""
+    from ..ir import Module
+
+    def lens(ls):
+        return [new if d == old else d for d in ls]
+
+    out = Module(name=m.name)
+    try:
+        for ins in m.instructions:
+            if ins.op == "@param":
+                sh = ins.shape
+                if old in sh.lens and not sh.standard:
+                    return None
+                out.add_param(ins.param, sh.dtype, lens(sh.lens), None if old in sh.lens else sh.strides,
+                              name=ins.name)
+            elif ins.op == "@literal":
+                if old in ins.shape.lens:
+                    return None
+                out.add_literal(ins.literal, ins.shape.dtype, ins.shape.lens, ins.shape.strides, name=ins.name)
+            elif ins.op == "@return":
+                out.add_return(*ins.inputs)
+            else:
+                attrs = {k: (lens(v) if k in _SIZE_ATTRS and isinstance(v, list) else v) for k, v in ins.attrs.items()}
+                out.add(ins.op, *ins.inputs, name=ins.name, **attrs)
+        out.verify()
+    except Exception:   # noqa: BLE001 - a candidate that is no module
+        return None
+    return out
+
+
+def _smaller(d: int) -> list[int]:
+    cands = [1, 2, 3, d // 2, d % 16 + 16, d - 1]
+    return sorted({c for c in cands if 1 <= c < d})
+
+
+class Reducer:
+    """Reduce the case of a reproducer's payload ``data``. ``run(module, solution) -> RunResult`` runs one
+    candidate isolated (raising for a module or solution the code generator refuses); ``default(module)``
+    gives the default solution of a module's problem; ``progress(step, reduction)`` is told every step."""
+
+    def __init__(self, data: dict, run, default, budget_s: float = 300.0, progress=None):
+        if data.get("kind") not in REDUCIBLE_KINDS:
+            raise ValueError(f"a failure of kind {data.get('kind')!r} cannot be reduced (only {', '.join(REDUCIBLE_KINDS)}: "
+                             "a failure a run shows)")
+        self.data = data
+        self.want = failure_class(data["kind"], data.get("error", ""), data.get("solution", ""))
+        self._run, self._default = run, default
+        self.budget_s = budget_s
+        self.progress = progress
+
+    def _class_of(self, module, solution: str):
+        try:
+            res = self._run(module, solution)
+        except Exception as e:   # noqa: BLE001 - refused: a lowering error of its own
+            return f"refused: {type(e).__name__}: {first_line(str(e))}", None
+        if res.ok:
+            return "passes", res
+        return failure_class(res.status, res.detail or res.compiled.error or "", solution), res
+
+    def reduce(self, module, solution: str) -> Reduction:
+        t0 = time.monotonic()
+        red = Reduction(module, solution, None)
+        got, res = self._class_of(module, solution)
+        red.runs = 1
+        if got != self.want:
+            red.steps.append(Step("the original case", False, got))
+            red.elapsed_s = time.monotonic() - t0
+            return red
+        red.result = res
+
+        def attempt(what: str, m, sol: str, refit: bool = False) -> bool:
+            """``refit``: when the solution no longer fits the changed module, try its default solution too."""
+            if time.monotonic() - t0 > self.budget_s:
+                red.out_of_budget = True
+                return False
+            c, r = self._class_of(m, sol)
+            red.runs += 1
+            red.elapsed_s = time.monotonic() - t0
+            if refit and c != self.want and c.startswith(("refused: ", "lowering_error: ")):
+                try:
+                    d = str(self._default(m))
+                except Exception:   # noqa: BLE001
+                    d = sol
+                if d != sol:
+                    what, sol = f"{what}, solution -> {d} (the default: the old one does not fit)", d
+                    c, r = self._class_of(m, sol)
+                    red.runs += 1
+            step = Step(what, c == self.want, "" if c == self.want else c)
+            red.steps.append(step)
+            if self.progress is not None:
+                self.progress(step, red)
+            if step.held:
+                red.module, red.solution, red.result = m, sol, r
+            return step.held
+
+        changed = True
+        while changed and not red.out_of_budget:
+            changed = False
+            # 1. drop ops, last first (an epilogue before what feeds it)
+            for ins in reversed([i for i in red.module.instructions if not i.op.startswith("@") and i.inputs]):
+                if red.out_of_budget:
+                    break
+                if ins.name not in red.module:
+                    continue
+                src = red.module.get(ins.inputs[0]).shape
+                if src is None or src.lens != ins.shape.lens or src.dtype != ins.shape.dtype:
+                    continue
+                m = without(red.module, ins.name)
+                if m is not None and attempt(f"dropped {ins.op} ({ins.name})", m, red.solution):
+                    changed = True
+            # 2. shrink each size, largest first
+            dims = sorted({d for p in red.module.params() for d in p.shape.lens if d > 1}, reverse=True)
+            for d in dims:
+                for new in _smaller(d):
+                    if red.out_of_budget:
+                        break
+                    m = _resized(red.module, d, new)
+                    if m is not None and attempt(f"size {d} -> {new}", m, red.solution, refit=True):
+                        changed = True
+                        break
+            # 3. the solution toward the default
+            if red.out_of_budget:
+                break
+            try:
+                default = str(self._default(red.module))
+            except Exception:   # noqa: BLE001 - no default for this module: keep the solution
+                default = red.solution
+            cur = red.solution.split(":")[-1]
+            if default != cur:
+                if attempt(f"solution -> {default} (the default)", red.module, default):
+                    changed = True
+                else:
+                    vals, dv = cur.split(","), default.split(",")
+                    for i, (a, b) in enumerate(zip(vals, dv)):
+                        if a == b or red.out_of_budget:
+                            continue
+                        trial = vals[:i] + [b] + vals[i + 1:]
+                        if attempt(f"solution field {i + 1}: {a} -> {b}", red.module, ",".join(trial)):
+                            vals = trial
+                            changed = True
+        red.elapsed_s = time.monotonic() - t0
+        return red

@@ -27,4 +27,7 @@ def run_group(cmd: list[str], *, env: dict | None = None, timeout: float, cwd: s
             os.killpg(p.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        p.wait()
+        try:   # SIGKILL ends it at once, unless it sits in the kernel (uninterruptible I/O): not forever
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass

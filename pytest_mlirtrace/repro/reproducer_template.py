@@ -19,6 +19,7 @@ EXIT_FIXED, EXIT_REPRODUCED, EXIT_USAGE, EXIT_NOT_SUPPORTED, EXIT_CANNOT_RUN = 0
 EXIT_NEEDS_TEST, EXIT_DIFFERENT = 5, 6
 SETUP_TIMEOUT_S, DEFAULT_TIMEOUT_S = 600.0, 30.0   # the child's start-up and build; the kernel, from its launch
 LAUNCH_MARK, RESULT_MARK, POCL_PLATFORM = "MLIRTRACE_LAUNCH", "MLIRTRACE_RESULT=", "Portable Computing Language"
+GUARD_BYTES, GUARD_FILL = 4096, 0xA5   # after each output: a write past its end changes them (as the worker's)
 
 
 def load_payload(payload: str | None = None) -> dict:
@@ -184,10 +185,13 @@ def _launch(data: dict, opts: dict) -> dict:
             continue
         else:
             return dict(res, status="cannot_run", error=f"unknown kernel argument kind {a['kind']!r}")
-        flags = mf.READ_ONLY if a["kind"] == "input" else mf.READ_WRITE
-        args.append(cl.Buffer(ctx, flags | mf.COPY_HOST_PTR, hostbuf=host) if host.nbytes else cl.Buffer(ctx, flags, 16))
-        if a["kind"] != "input":
-            outs.append((a, host, args[-1]))
+        if a["kind"] == "input":
+            args.append(cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host) if host.nbytes
+                        else cl.Buffer(ctx, mf.READ_ONLY, 16))
+            continue
+        raw = np.concatenate([host.view(np.uint8).ravel(), np.full(GUARD_BYTES, GUARD_FILL, np.uint8)])
+        args.append(cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=raw))
+        outs.append((a, raw, host.nbytes, args[-1]))
     try:
         knl, repeats, times = cl.Kernel(prg, data["kernel_name"]), max(1, int(opts.get("repeats", 1))), []
         knl.set_args(*args)
@@ -199,15 +203,20 @@ def _launch(data: dict, opts: dict) -> dict:
             ev.wait()
             if repeats == 1 or n > 0:
                 times.append((ev.profile.end - ev.profile.start) * 1e-6)
-        for _a, host, buf in outs:
-            if host.nbytes:
-                cl.enqueue_copy(queue, host, buf)
+        for _a, raw, _n, buf in outs:
+            cl.enqueue_copy(queue, raw, buf)
         queue.finish()
     except cl.Error as e:
         return dict(res, status="launch_error", error=f"launch failed: {e}")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    got = {a["index"]: unpack_output(host, a) for a, host, _buf in outs if a["kind"] == "output"}
+    for i, (_a, raw, n, _buf) in enumerate(outs):
+        changed = np.flatnonzero(raw[n:] != GUARD_FILL)
+        if changed.size:
+            return dict(res, status="crash", error=f"the kernel wrote past the end of output {i}: the guard zone "
+                                                   f"after it changed, up to byte {changed[-1] + 1} of {GUARD_BYTES}")
+    got = {a["index"]: unpack_output(raw[:n].view(np.dtype(a["storage_dtype"])), a)
+           for a, raw, n, _buf in outs if a["kind"] == "output"}
     diff = next((d for d in (compare(got[w["index"]], w) for w in sa["expected"]) if d), "")
     return dict(res, time_ms=sorted(times)[len(times) // 2], status="wrong" if diff else "ok", error=diff)
 

@@ -24,6 +24,11 @@ _TEMPFILE_RE = re.compile(r"(?:[^\s:'\"]*/)?tempfile_\w+\.cl")
 # clBuildProgram codes that are the compiler's verdict on the source/options
 _COMPILE_FAILURES = (-11, -15, -17, -43, -66)
 WARMUP_SOURCE = "__kernel void mlirtrace_warmup(__global int *p) { p[0] = 1; }"
+# a guard zone after every output buffer, filled with GUARD_FILL: a kernel that writes past the end of an
+# output changes it, found on every run (without it such a write corrupts the worker's heap, or not, by chance).
+# (The reproducer's standalone path, which imports nothing of the package, keeps the same two numbers.)
+GUARD_BYTES = 4096
+GUARD_FILL = 0xA5
 
 
 # ------------------------------------------------------- sibling loader ---
@@ -332,7 +337,8 @@ class _Server:
                 elif kind == "out":
                     _k, shape, dt, fill = a
                     host = np.empty(shape, dtype=np.dtype(dt))
-                    b = cl.Buffer(self.ctx, mf.READ_WRITE, max(host.nbytes, 16))
+                    b = cl.Buffer(self.ctx, mf.READ_WRITE, host.nbytes + GUARD_BYTES)
+                    cl.enqueue_copy(self.queue, b, np.full(GUARD_BYTES, GUARD_FILL, np.uint8), dst_offset=host.nbytes)
                     init = np.full(shape, fill, dtype=host.dtype) if fill is not None else None
                     bufs.append(b)
                     outs.append((host, b, init))
@@ -366,11 +372,23 @@ class _Server:
                     times.append((ev.profile.end - ev.profile.start) * 1e-6)
             stage = "read back"
             results = []
-            for host, b, _init in outs:
+            overrun = None
+            for i, (host, b, _init) in enumerate(outs):
                 if host.nbytes:
                     cl.enqueue_copy(q, host, b)
                 results.append(host)
+                guard = np.empty(GUARD_BYTES, np.uint8)
+                cl.enqueue_copy(q, guard, b, src_offset=host.nbytes)
+                changed = np.flatnonzero(guard != GUARD_FILL)
+                if changed.size and overrun is None:
+                    overrun = (i, changed)
             q.finish()
+            if overrun is not None:
+                i, changed = overrun
+                # the last bytes of the zone changed too: the write may have gone further, into the heap
+                return dict(base, status="crash", retire=bool(changed[-1] >= GUARD_BYTES - 64),
+                            error=f"the kernel wrote past the end of output {i}: the guard zone after it "
+                                  f"changed, up to byte {changed[-1] + 1} of {GUARD_BYTES}")
         except cl.Error as e:
             if stage in ("execute", "read back"):
                 # the kernel faulted on the device (e.g. NVIDIA: illegal address,

@@ -23,7 +23,8 @@ class Status(str, Enum):
     # ---- how a run ends ---------------------------------------------------------
     OK = ("ok", "built, ran to the end and, where checked, matched the numpy oracle")
     BUILD_ERROR = ("build_error", "the OpenCL compiler refused the kernel (or a build left no kernel)")
-    CRASH = ("crash", "the worker process died building or running the kernel, or the kernel faulted on the device")
+    CRASH = ("crash", "the worker process died building or running the kernel, the kernel faulted on the device, "
+                      "or it wrote past the end of an output (into the guard zone after it)")
     HANG = ("hang", "the kernel did not finish within the timeout; its worker was killed")
     LAUNCH_ERROR = ("launch_error", "the kernel built but the OpenCL runtime refused to enqueue or run it")
     WRONG = ("wrong", "the kernel ran but its output does not match the numpy oracle")

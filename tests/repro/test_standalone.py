@@ -64,6 +64,21 @@ def test_each_kind_reproduces_standalone(tmp_path, kind):
         assert "signal" in out.stdout
 
 
+def test_a_write_one_past_the_output_reproduces_as_a_crash_every_time(tmp_path):
+    # y[i + 1]: one float past the end, inside the allocation's slack (no signal); the guard zone shows it
+    over = GOOD.replace("y[i] = a[i] + b[i];", "y[i + 1] = a[i] + b[i];")
+    data = payload("crash", over)
+    for _ in range(2):
+        out = run(tmp_path, data, "--quiet")
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "REPRODUCED: crash" in out.stdout
+    out = run(tmp_path, data)
+    assert "the kernel wrote past the end of output 0: the guard zone after it changed, up to byte" in out.stdout
+    good = tmp_path / "good.cl"
+    good.write_text(GOOD)
+    assert run(tmp_path, data, "--kernel-file", str(good), "--quiet").returncode == 0
+
+
 def test_fixed_kernel_passes_and_a_different_failure_says_so(tmp_path):
     data = payload("wrong", KERNELS["wrong"])
     good = tmp_path / "good.cl"

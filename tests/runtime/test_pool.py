@@ -1,6 +1,7 @@
 """Real kernels on the PoCL CPU device through the worker pool."""
 
 import os
+import re
 import signal
 import time
 import uuid
@@ -178,6 +179,30 @@ def test_out_of_bounds_write_crashes_then_pool_recovers(pool, rng):
     assert_vadd_ok(pool, rng)
     assert pool.stats["crashes"] >= 1
     assert set(pool.worker_pids()) != before
+
+
+@pytest.mark.parametrize("past", [1, 7, 300])
+def test_a_write_just_past_an_output_is_found_every_time_and_the_worker_kept(pool, rng, past):
+    # writes a few elements past the end: inside the allocator's slack, no signal; the guard zone sees them
+    n = int(rng.integers(50, 500))
+    src = ("__kernel void over(__global float *p, const int n) "
+           "{ int i = get_global_id(0); p[i] = 2.0f * i; }")
+    job = KernelJob(src, "over", [OutBuf((n,), np.float32), Scalar(np.int32(n))], (n + past,), label="over")
+    for _ in range(3):
+        before = set(pool.worker_pids())
+        r = pool.run(job)
+        assert r.status == "crash", r
+        assert r.signal is None
+        first = r.error.splitlines()[0]
+        assert "the kernel wrote past the end of output 0: the guard zone after it changed" in first, first
+        # the last float written ends at byte 4*past (a last byte equal to the fill leaves up to 3 fewer)
+        last = int(re.search(r"up to byte (\d+) of 4096", first).group(1))
+        assert 4 * past - 3 <= last <= 4 * past, first
+        assert set(pool.worker_pids()) == before        # the zone took the writes: nothing else was hit
+    # the same kernel, in bounds: ok, and its output is what it wrote
+    r = pool.run(KernelJob(src, "over", job.args, (n,), label="in"))
+    assert r.status == "ok", r.error
+    np.testing.assert_array_equal(r.outputs[0], 2.0 * np.arange(n, dtype=np.float32))
 
 
 def test_infinite_loop_hangs_then_pool_recovers(pool, rng):

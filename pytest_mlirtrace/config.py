@@ -22,7 +22,7 @@ __all__ = ["Settings", "SettingError", "resolve", "inject_now", "ENV"]
 
 ENV = {"device": "MLIRTRACE_DEVICE", "timeout_s": "MLIRTRACE_TIMEOUT", "inject": "MLIRTRACE_INJECT",
        "tuning_db": "MLIRTRACE_TUNING_DB", "repro_dir": "MLIRTRACE_REPRO_DIR", "repro": "MLIRTRACE_REPRO",
-       "max_bytes": "MLIRTRACE_MAX_BYTES", "trace": None}
+       "max_bytes": "MLIRTRACE_MAX_BYTES", "reduce_s": "MLIRTRACE_REDUCE", "trace": None}
 
 
 class SettingError(ValueError):
@@ -75,6 +75,19 @@ def _bool(v) -> bool:
     raise ValueError("expected true or false")
 
 
+def _reduce(v) -> float | None:
+    """``off`` / ``0``: no reduction; ``on``: 120 s; a number: seconds per reproducer."""
+    s = str(v).strip().lower()
+    if s in ("off", "false", "no", "0"):
+        return None
+    if s in ("on", "true", "yes", ""):
+        return 120.0
+    try:
+        return _timeout(s)
+    except ValueError:
+        raise ValueError("expected a number of seconds per reproducer, or on / off") from None
+
+
 _UNITS = {"": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
           "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
 
@@ -95,7 +108,7 @@ def _bytes(v) -> int:
 
 PARSE: dict[str, Callable] = {"device": _text, "timeout_s": _timeout, "trace": _level, "inject": _faults,
                               "tuning_db": _text, "repro_dir": _text, "repro": _bool,
-                              "max_bytes": _bytes}
+                              "max_bytes": _bytes, "reduce_s": _reduce}
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,7 @@ class Settings:
     repro_dir: str | None = None     # None: the front end's default
     repro: bool = True               # write reproducers
     max_bytes: int = 2 << 30         # the most host memory one module's tensors may take (checked before allocating)
+    reduce_s: float | None = None    # pytest: reduce each new reproducer after the run, this long each; None: not
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:

@@ -11,6 +11,8 @@ Options (and ini keys):
   ``--mlir-device SPEC``   (``mlir_device``; else ``MLIRTRACE_DEVICE``, else PoCL's CPU device)
   ``--mlir-timeout S``     (``mlir_timeout``, default 30: seconds before a kernel counts as hung)
   ``--mlir-no-repro``      (``mlir_repro = false``) write no reproducers
+  ``--mlir-reduce[=S]``    (``mlir_reduce``; else ``MLIRTRACE_REDUCE``) after the run, reduce each new reproducer
+                           (``mlirtrace reduce``) for at most S seconds each (bare: 120)
   ``--mlir-tuning-db PATH`` (``mlir_tuning_db``; else ``MLIRTRACE_TUNING_DB``) the tuning database the fixture
                            reads and writes; by default each test has its own, in memory, so that no test's
                            outcome depends on what another test or an earlier run tuned
@@ -53,6 +55,10 @@ def pytest_addoption(parser):
                 help="seconds before a kernel counts as hung (ini: mlir_timeout; default 30)")
     g.addoption("--mlir-no-repro", dest="mlir_no_repro", action="store_true", default=False,
                 help="write no reproducers for failing tests (ini: mlir_repro = false)")
+    g.addoption("--mlir-reduce", dest="mlir_reduce", nargs="?", const="on", default=None, metavar="SECONDS",
+                help="after the run, reduce each new reproducer (drop ops, shrink sizes, solution toward the "
+                     "default, keeping its failure class) for at most SECONDS each (bare: 120); the reduced "
+                     "reproducer and ticket go beside it (ini: mlir_reduce; env: MLIRTRACE_REDUCE)")
     g.addoption("--mlir-tuning-db", dest="mlir_tuning_db", default=None, metavar="PATH",
                 help="tuning database file shared by the tests (ini: mlir_tuning_db; env MLIRTRACE_TUNING_DB); "
                      "default: each test has its own, in memory, so no test depends on another's tuning")
@@ -63,6 +69,8 @@ def pytest_addoption(parser):
     parser.addini("mlir_device", "mlirtrace OpenCL device spec", default="")
     parser.addini("mlir_timeout", "mlirtrace hang timeout in seconds", default="")
     parser.addini("mlir_repro", "write mlirtrace reproducers for failing tests (true/false; default true)",
+                  default="")
+    parser.addini("mlir_reduce", "reduce each new mlirtrace reproducer after the run: seconds each, or on/off",
                   default="")
 
 
@@ -97,14 +105,15 @@ class MlirtraceState:
         self.config = config
         opt = config.option
         ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
-                    "timeout_s": "mlir_timeout", "repro": "mlir_repro", "tuning_db": "mlir_tuning_db"}
+                    "timeout_s": "mlir_timeout", "repro": "mlir_repro", "tuning_db": "mlir_tuning_db",
+                    "reduce_s": "mlir_reduce"}
         try:
             st = resolve({"trace": opt.mlir_trace, "repro_dir": opt.mlir_repro_dir, "device": opt.mlir_device,
                           "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None,
-                          "tuning_db": opt.mlir_tuning_db},
+                          "tuning_db": opt.mlir_tuning_db, "reduce_s": opt.mlir_reduce},
                          option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
                                        "device": "--mlir-device", "timeout_s": "--mlir-timeout",
-                                       "tuning_db": "--mlir-tuning-db"},
+                                       "tuning_db": "--mlir-tuning-db", "reduce_s": "--mlir-reduce"},
                          env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
                          ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
         except SettingError as e:
@@ -253,6 +262,35 @@ class _Reporter:
         n_new = sum(1 for rs in by_sig.values() if any(r["new"] for r in rs))
         tr.write_line(f"{len(by_sig) + len(extra)} reproducer(s), {n_new} new, in {_rel(str(state.repro_dir))}/ "
                       f"(INDEX.md, INDEX.json); run one: python <reproducer>.py  (exit 0 = fixed, 1 = reproduces)")
+        if state.settings.reduce_s and n_new and not _is_xdist_worker(tr.config):
+            _reduce_new(state, tr, [rs[0]["script_path"] for rs in by_sig.values() if any(r["new"] for r in rs)])
+
+
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _reduce_new(state, tr, scripts: list[str]) -> None:
+    """``--mlir-reduce``: each new reproducer reduced (isolated runs, its budget), one line each; a reproducer
+    no run shows again (an assertion, a slow run) or a failure of the reduction is said, never raised."""
+    from ..repro.files import display_path as _rel
+    from ..repro.reduce import reduce_reproducer
+
+    budget = state.settings.reduce_s
+    tr.write_sep("-", f"mlirtrace reduce ({budget:g} s at most each)")
+    for path in scripts:
+        tr.write_line(f"reducing {_rel(path)} ...")
+        try:
+            out = reduce_reproducer(path, state.device, state.timeout_s, budget)
+        except ValueError as e:
+            tr.write_line(f"  not reduced: {e}")
+            continue
+        except Exception as e:   # noqa: BLE001 - the test run's outcome stands; say what went wrong
+            tr.write_line(f"  not reduced: {type(e).__name__}: {e}")
+            continue
+        tr.write_line(f"  {out.message}")
+        if out.script_path is not None:
+            tr.write_line(f"  {_rel(str(out.script_path))}  (ticket: {_rel(str(out.ticket_path))})")
 
 
 def _written_elsewhere(state, rows) -> list[dict]:

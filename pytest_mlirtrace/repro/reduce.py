@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from .signature import normalise_error
 from .signature import first_line
 
-__all__ = ["Step", "Reduction", "Reducer", "failure_class", "without", "size_of", "REDUCIBLE_KINDS"]
+__all__ = ["Step", "Reduction", "Reducer", "ReduceOutcome", "reduce_reproducer", "failure_class", "without",
+           "size_of", "REDUCIBLE_KINDS"]
 
 #: failure kinds a run can show again (a test's assertion, a slow run and an import have no run to compare)
 REDUCIBLE_KINDS = ("wrong", "crash", "hang", "build_error", "launch_error", "lowering_error")
@@ -235,3 +236,72 @@ class Reducer:
                             changed = True
         red.elapsed_s = time.monotonic() - t0
         return red
+
+
+@dataclass
+class ReduceOutcome:
+    """What :func:`reduce_reproducer` did: ``code`` (``ExitCode``: OK reduced or nothing to reduce, DIFFERENT
+    the original no longer fails the recorded way), ``message`` (one line), the reduced reproducer's paths."""
+    code: int
+    message: str
+    script_path: object | None = None      # Path of the reduced reproducer (None: none written)
+    ticket_path: object | None = None
+    reduction: Reduction | None = None
+
+
+def reduce_reproducer(script, device=None, timeout_s: float | None = None, budget_s: float = 300.0,
+                      progress=None) -> ReduceOutcome:
+    """Reduce the reproducer ``script`` (a path) on ``device`` (a spec or None: the default): each step run
+    isolated in the engine's workers with the recorded seed and faults; the reduced reproducer and its ticket
+    (with a "Reduced" section: sizes before and after, the reductions that held) written beside it.
+    ``progress(step, reduction)`` is told every step. Raises ValueError for a file that is no reproducer
+    or a failure kind no run shows (message with the path)."""
+    from pathlib import Path
+
+    from .. import codegen, engine
+    from ..vocab.exit_codes import ExitCode
+    from . import FailureRecord, ReproWriter
+    from .writer import read_payload
+
+    script = Path(script)
+    try:
+        data = read_payload(script)
+    except FileNotFoundError:
+        raise ValueError(f"{script}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{script}: a directory, expected a reproducer (REPRO.py)") from None
+    except (ValueError, KeyError, SyntaxError, UnicodeDecodeError):
+        raise ValueError(f"{script}: not a reproducer mlirtrace wrote (no PAYLOAD in it)") from None
+    module, _ = engine.load_module(data.get("module_text") or data["mlir_text"])
+    inject = data.get("inject") or None
+    timeout = float(data.get("timeout_s") or timeout_s or 30.0)
+    pipe = engine.Pipeline(device, inject=inject, timeout_s=timeout, database=engine.MemoryDatabase())
+    seed = int(data.get("seed") or 0)
+    try:
+        r = Reducer(data, lambda m, sol: pipe.run(m, solution=sol, seed=seed),
+                    lambda m: codegen.default_solution(codegen.problem_of(m), pipe.device),
+                    budget_s=budget_s, progress=progress)
+    except ValueError as e:
+        raise ValueError(f"{script}: {e}") from None
+    red = r.reduce(module, data["solution"])
+    if red.result is None:
+        return ReduceOutcome(ExitCode.DIFFERENT, f"{script}: the original case does not fail the recorded way "
+                                                 f"here ({red.steps[0].detail}); recorded: {r.want}", reduction=red)
+    (o_ops, o_el), (n_ops, n_el) = size_of(module), size_of(red.module)
+    if not red.held:
+        return ReduceOutcome(ExitCode.OK, f"{script}: nothing could be reduced ({red.runs} runs): every step "
+                                          "changed the failure or passed", reduction=red)
+    rec = FailureRecord.from_run(red.result, origin=f"reduce {script.name}", timeout_s=timeout,
+                                 inject=inject or "", device_info=pipe.device)
+    w = ReproWriter(script.parent).write(rec)
+    lines = ["", "## Reduced", "", f"From `{script.name}` ({data['signature']}) by `mlirtrace reduce`, in "
+             f"{red.runs} isolated runs ({red.elapsed_s:.0f} s{', budget spent' if red.out_of_budget else ''}): "
+             f"{o_ops} ops and {o_el} parameter elements before, {n_ops} and {n_el} after; solution "
+             f"`{data['solution']}` -> `{red.solution}`. Failure class kept: `{r.want}`.", "",
+             "Reductions that held, in order:", ""] + [f"1. {s.what}" for s in red.held] + [""]
+    w.ticket_path.write_text(w.ticket_path.read_text(encoding="utf-8").rstrip() + "\n" + "\n".join(lines),
+                             encoding="utf-8")
+    return ReduceOutcome(ExitCode.OK, f"reduced: {o_ops} ops / {o_el} elements -> {n_ops} ops / {n_el} elements, "
+                                      f"solution {red.solution}, {len(red.held)} of {len(red.steps)} steps held, "
+                                      f"{red.runs} runs in {red.elapsed_s:.1f}s",
+                         w.script_path, w.ticket_path, red)

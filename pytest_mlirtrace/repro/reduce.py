@@ -5,8 +5,11 @@ nothing or the budget is spent (deterministic: no randomness, the same steps in 
 
 1. *drop an op*: a pointwise op (or view) whose first input has its shape and type is taken out, its uses
    reading that input instead (what is left unused goes too);
+   *bypass a view*: a view (transpose, reshape, broadcast, ...) of a parameter goes, the parameter taking
+   the view's shape;
 2. *shrink a size*: every occurrence of one dimension value (in the parameters' lens and in the ops'
    ``out_lens`` / ``dims``) becomes a smaller one -- 1, 2, 3, half, a value keeping a tail past 16, one less;
+   *narrow a type*: every f64 parameter f16 (else f32), every f32 one f16;
 3. *move the solution toward the default*: the default solution, else one field at a time to its value.
 
 A step holds when the changed case, run isolated (the engine's workers, the recorded seed, the recorded
@@ -28,6 +31,8 @@ __all__ = ["Step", "Reduction", "Reducer", "ReduceOutcome", "reduce_reproducer",
 
 #: failure kinds a run can show again (a test's assertion, a slow run and an import have no run to compare)
 REDUCIBLE_KINDS = ("wrong", "crash", "hang", "build_error", "launch_error", "lowering_error")
+_VIEW_OPS = ("transpose", "reshape", "reshape_lazy", "broadcast", "multibroadcast", "squeeze", "unsqueeze",
+             "contiguous")
 _NAMES = re.compile(r"@[\w.$-]+|'[\w.$-]*mlir_[\w.$-]*'|\bmlir_\w+")
 
 
@@ -124,6 +129,53 @@ def _resized(m, old: int, new: int):
     return out
 
 
+def _rebuilt(m, param=None, skip: str = ""):
+    """``m`` instruction by instruction, each parameter through ``param(ins) -> (dtype, lens, strides, name)``
+    (None: as it is), the instruction ``skip`` left out; None when that gives no valid module."""
+    from ..ir import Module
+
+    out = Module(name=m.name)
+    try:
+        for ins in m.instructions:
+            if ins.name == skip:
+                continue
+            if ins.op == "@param":
+                sh = ins.shape
+                dt, lens, strides, name = (param(ins) if param else None) or (sh.dtype, sh.lens, sh.strides, ins.name)
+                out.add_param(ins.param, dt, lens, strides, name=name)
+            elif ins.op == "@literal":
+                out.add_literal(ins.literal, ins.shape.dtype, ins.shape.lens, ins.shape.strides, name=ins.name)
+            elif ins.op == "@return":
+                out.add_return(*ins.inputs)
+            else:
+                out.add(ins.op, *ins.inputs, name=ins.name, **ins.attrs)
+        out.verify()
+    except Exception:   # noqa: BLE001 - a candidate that is no module
+        return None
+    return out
+
+
+def _bypassed(m, view: str):
+    """``m`` with the view ``view`` of a parameter (its only use) taken out: the parameter takes the view's
+    shape (standard layout) and name; None when the view reads no parameter or that does not verify."""
+    v = m.get(view)
+    src = m.get(v.inputs[0]) if v.inputs else None
+    if src is None or src.op != "@param" or sum(src.name in i.inputs for i in m.instructions) != 1:
+        return None
+    return _rebuilt(m, lambda ins: (v.shape.dtype, v.shape.lens, None, view) if ins.name == src.name else None,
+                    skip=view) if v.shape is not None else None
+
+
+#: float types tried in place of a wider one, narrowest first
+_NARROWER = {"f64": ("f16", "f32"), "f32": ("f16",)}
+
+
+def _retyped(m, old: str, new: str):
+    """``m`` with every parameter of type ``old`` of type ``new`` (the ops' types follow their inputs)."""
+    return _rebuilt(m, lambda ins: (new, ins.shape.lens, ins.shape.strides, ins.name)
+                    if ins.shape.dtype.name == old else None)
+
+
 def _smaller(d: int) -> list[int]:
     cands = [1, 2, 3, d // 2, d % 16 + 16, d - 1]
     return sorted({c for c in cands if 1 <= c < d})
@@ -204,6 +256,16 @@ class Reducer:
                 m = without(red.module, ins.name)
                 if m is not None and attempt(f"dropped {ins.op} ({ins.name})", m, red.solution):
                     changed = True
+            # 1b. bypass a view of a parameter: the parameter takes the view's shape
+            for ins in [i for i in red.module.instructions if i.op in _VIEW_OPS]:
+                if red.out_of_budget:
+                    break
+                if ins.name not in red.module:
+                    continue
+                m = _bypassed(red.module, ins.name)
+                if m is not None and attempt(f"bypassed {ins.op} ({ins.name}): the parameter takes its shape",
+                                             m, red.solution, refit=True):
+                    changed = True
             # 2. shrink each size, largest first
             dims = sorted({d for p in red.module.params() for d in p.shape.lens if d > 1}, reverse=True)
             for d in dims:
@@ -212,6 +274,15 @@ class Reducer:
                         break
                     m = _resized(red.module, d, new)
                     if m is not None and attempt(f"size {d} -> {new}", m, red.solution, refit=True):
+                        changed = True
+                        break
+            # 2b. narrow the parameters' float types (f64 -> f16 / f32, f32 -> f16)
+            for old_t in sorted({p.shape.dtype.name for p in red.module.params()} & set(_NARROWER)):
+                for new_t in _NARROWER[old_t]:
+                    if red.out_of_budget:
+                        break
+                    m = _retyped(red.module, old_t, new_t)
+                    if m is not None and attempt(f"type {old_t} -> {new_t}", m, red.solution, refit=True):
                         changed = True
                         break
             # 3. the solution toward the default

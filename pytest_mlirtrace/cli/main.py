@@ -32,8 +32,42 @@ COMMANDS = {
 ENV_DEBUG = "MLIRTRACE_DEBUG"
 
 
+DESCRIPTION = """\
+Compile, tune, run and fuzz MIGraphX-style fused ops (a migraphx module or its MLIR) on an OpenCL device,
+check them against a numpy oracle, and write a reproducer and a ticket for every distinct failure."""
+
+EPILOG = """\
+examples:
+  mlirtrace tune examples/seed_transpose_reshape_dot_add_f32.txt     quick-tune the seed's fused op
+  mlirtrace run MODULE.mlir --solution 16,32,8,4,16,16,0,4           run one solution, check it
+  mlirtrace fuzz --budget 300                                        look for compiler bugs for 5 minutes
+  python reproducers/<signature>.py                                  replay one failure (exit 0: fixed)
+  mlirtrace reduce reproducers/<signature>.py                        make a failure small
+
+exit status: 0 ok / fixed, 1 a failure found or reproduced, 2 bad usage or input, 3 not supported,
+4 no usable device, 5 a test's own assertion (the kernel is right), 6 fails differently, 130 interrupted.
+COMMAND --help says more."""
+
+_DISTRIBUTIONS = ("pytest-mlirtrace", "numpy", "pyopencl", "pocl-binary-distribution", "xdsl", "pytest", "hypothesis")
+
+
+def version_text() -> str:
+    """mlirtrace's version and those of what it runs on (package metadata only: nothing is imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+    own, *rest = _DISTRIBUTIONS
+    return f"mlirtrace {v(own)} (" + ", ".join(f"{d} {v(d)}" for d in rest) + f"; python {sys.version.split()[0]})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mlirtrace", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="mlirtrace", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=version_text())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, modname in COMMANDS.items():
         mod = importlib.import_module(f"pytest_mlirtrace.cli.{modname}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -86,3 +88,26 @@ def test_import_trace_of_a_logged_convolution_writes_a_reproducer_that_passes(tm
     assert "conv -F 1 -f GNC01 -I NGC01 -O NGC01 -n 1 -c 8 -H 4 -W 4 -k 2 -y 3 -x 3" in ticket
     p = subprocess.run([sys.executable, script, "-q"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.startswith("OK:"), p.stdout + p.stderr
+
+
+def test_version_names_mlirtrace_and_what_it_runs_on():
+    from importlib.metadata import version
+
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "--version"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    line = p.stdout.strip()
+    assert line.startswith(f"mlirtrace {version('pytest-mlirtrace')} (")
+    for dist in ("numpy", "pyopencl", "pocl-binary-distribution", "xdsl"):
+        assert f"{dist} {version(dist)}" in line, line
+
+
+def test_top_level_help_speaks_to_users():
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0
+    assert "add_parser" not in p.stdout and "one module per subcommand" not in p.stdout
+    assert "write a reproducer and a ticket for every distinct failure" in p.stdout
+    assert "exit status: 0 ok / fixed, 1 a failure found or reproduced" in p.stdout
+    for cmd in ("tune", "run", "fuzz", "reduce", "tuning-db", "import-trace"):
+        assert f"    {cmd}" in p.stdout, cmd

@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 
-__all__ = ["run_group"]
+__all__ = ["run_group", "run_group_output"]
 
 
-def run_group(cmd: list[str], *, env: dict | None = None, timeout: float, cwd: str | None = None) -> int | None:
-    """Run ``cmd`` (output discarded) for at most ``timeout`` seconds: its exit status, or None when it had to
-    be killed at the limit (it and its process group)."""
-    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+def _run(cmd, env, timeout, cwd, out) -> int | None:
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                         stderr=subprocess.STDOUT if out is not subprocess.DEVNULL else subprocess.DEVNULL,
+                         start_new_session=True)
     try:
         return p.wait(timeout=max(0.0, timeout))
     except subprocess.TimeoutExpired:
@@ -31,3 +31,19 @@ def run_group(cmd: list[str], *, env: dict | None = None, timeout: float, cwd: s
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+
+
+def run_group(cmd: list[str], *, env: dict | None = None, timeout: float, cwd: str | None = None) -> int | None:
+    """Run ``cmd`` (output discarded) for at most ``timeout`` seconds: its exit status, or None when it had to
+    be killed at the limit (it and its process group)."""
+    return _run(cmd, env, timeout, cwd, subprocess.DEVNULL)
+
+
+def run_group_output(cmd: list[str], *, env: dict | None = None, timeout: float,
+                     cwd: str | None = None) -> tuple[int | None, str]:
+    """:func:`run_group` keeping what ``cmd`` printed (stdout and stderr together, through a file: a pipe
+    a killed grandchild holds open would block the read)."""
+    with tempfile.TemporaryFile() as f:
+        code = _run(cmd, env, timeout, cwd, f)
+        f.seek(0)
+        return code, f.read().decode("utf-8", "replace")

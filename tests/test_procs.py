@@ -42,3 +42,15 @@ def test_at_the_limit_the_child_and_its_grandchild_are_killed(tmp_path):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid), "the grandchild outlived the limit"
+
+
+def test_the_output_comes_back_and_a_killed_grandchild_does_not_block_it(tmp_path):
+    from pytest_mlirtrace.procs import run_group_output
+
+    code, out = run_group_output([sys.executable, "-c", "import sys; print('to out'); "
+                                  "print('to err', file=sys.stderr); raise SystemExit(6)"], timeout=30)
+    assert code == 6 and "to out" in out and "to err" in out
+    spawner = "print('started', flush=True)\n" + SPAWNER
+    t0 = time.monotonic()
+    code, out = run_group_output([sys.executable, "-c", spawner, str(tmp_path / "pid")], timeout=3)
+    assert code is None and "started" in out and time.monotonic() - t0 < 20

@@ -27,6 +27,7 @@ COMMANDS = {
     "devices": "devices_cmd",
     "tuning-db": "tuning_db_cmd",
     "reduce": "reduce_cmd",
+    "repro": "repro_cmd",
 }
 
 ENV_DEBUG = "MLIRTRACE_DEBUG"
@@ -43,6 +44,7 @@ examples:
   mlirtrace fuzz --budget 300                                        look for compiler bugs for 5 minutes
   python reproducers/<signature>.py                                  replay one failure (exit 0: fixed)
   mlirtrace reduce reproducers/<signature>.py                        make a failure small
+  mlirtrace repro run reproducers                                    rerun them all: fixed / reproduces
 
 exit status: 0 ok / fixed, 1 a failure found or reproduced, 2 bad usage or input, 3 not supported,
 4 no usable device, 5 a test's own assertion (the kernel is right), 6 fails differently, 130 interrupted.

@@ -148,6 +148,21 @@ class ReproWriter:
             self._write_index(idx)
             return WrittenRepro(sig, script, ticket, new, int(entry["count"]))
 
+    def remove(self, signatures) -> None:
+        """Take ``signatures`` out: their script, ticket and ``.mlir`` files and their index entries."""
+        with locked(self.dir / ".lock"):
+            idx = self._read_index()
+            for sig in signatures:
+                entry = idx["reproducers"].pop(sig, None) or {}
+                script, ticket = self.paths(sig)
+                for f in (script, ticket, script.with_suffix(".mlir"),
+                          *(self.dir / entry[k] for k in ("script", "ticket", "mlir") if entry.get(k))):
+                    try:
+                        f.unlink()
+                    except FileNotFoundError:
+                        pass
+            self._write_index(idx)
+
     def write_all(self, recs, passed=()) -> list[WrittenRepro]:
         """Write the records of one call (a tune, a test): records that share a signature (the same bug
         with several solutions) are one occurrence of one reproducer, listing each failing solution;

@@ -1,0 +1,80 @@
+"""``mlirtrace repro list|run|status|prune``: a directory of real reproducers rerun as a whole."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_mlirtrace import engine, ir, repro
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def dot(m, k, n):
+    mod = ir.Module()
+    a, b = mod.add_param("a", "f32", [m, k]), mod.add_param("b", "f32", [k, n])
+    mod.add_return(mod.add("relu", mod.add("dot", a, b)))
+    return mod
+
+
+@pytest.fixture(scope="module")
+def repro_dir(tmp_path_factory):
+    """Two reproducers of a planted K-tail bug (different modules: two signatures) and an index entry whose
+    script was deleted."""
+    d = tmp_path_factory.mktemp("repros")
+    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    w = repro.ReproWriter(d)
+    written = []
+    for mod in (dot(5, 13, 7), dot(3, 11, 2)):
+        res = pipe.run(mod, seed=2)
+        assert res.status == "wrong", res.detail
+        written.append(w.write(repro.FailureRecord.from_run(res, origin="test", timeout_s=30,
+                                                            inject="k_tail_off_by_one", device_info=pipe.device)))
+    gone = w.write(repro.FailureRecord.from_run(pipe.run(dot(2, 9, 3), seed=2), origin="test", timeout_s=30,
+                                                inject="k_tail_off_by_one", device_info=pipe.device))
+    gone.script_path.unlink()
+    return d, [x.signature for x in written], gone.signature
+
+
+def test_run_status_and_prune(repro_dir):
+    d, sigs, gone = repro_dir
+    # with the faults they were recorded with: both still fail; the deleted one is missing
+    p = cli("repro", "run", d, "--timeout", "200")
+    assert p.returncode == 1, p.stdout + p.stderr
+    rows = {ln.split()[0]: ln.split()[2] for ln in p.stdout.splitlines() if ln.startswith("wrong-")}
+    assert rows == {sigs[0]: "reproduces", sigs[1]: "reproduces", gone: "missing"}, p.stdout
+    assert "2 reproduces" in p.stdout and "(exit 1)" in p.stdout
+    assert "[1/3]" in p.stderr and "[3/3]" in p.stderr
+    st = cli("repro", "status", d, "--json")
+    data = json.loads(st.stdout)
+    assert st.returncode == 1 and data["exit"] == 1
+    assert {r["signature"]: r["verdict"] for r in data["replays"]} == {sigs[0]: "reproduces", sigs[1]: "reproduces",
+                                                                       gone: "missing"}
+    assert all(r["line"].startswith("REPRODUCED: wrong") for r in data["replays"] if r["verdict"] == "reproduces")
+    # nothing fixed yet: prune takes only the entry whose script is gone
+    assert cli("repro", "prune", d, "--dry-run").stdout.splitlines()[0] == f"would remove {gone}"
+    # the bug fixed (faults off): every reproducer passes, exit 0; prune removes them with their files
+    p = cli("repro", "run", d, "--without-faults", "--timeout", "200")
+    rows = {ln.split()[0]: ln.split()[2] for ln in p.stdout.splitlines() if ln.startswith("wrong-")}
+    assert p.returncode == 0 and rows == {sigs[0]: "fixed", sigs[1]: "fixed", gone: "missing"}, p.stdout
+    lst = cli("repro", "list", d)
+    assert lst.returncode == 0 and "3 reproducer(s)" in lst.stdout and "fixed" in lst.stdout
+    p = cli("repro", "prune", d)
+    assert p.returncode == 0 and "3 reproducer(s) removed" in p.stdout, p.stdout
+    assert json.loads((d / "INDEX.json").read_text())["reproducers"] == {}
+    assert not list(d.glob("*.py")) and not list(d.glob("*.mlir")) and not list(d.glob("wrong-*.md"))
+
+
+def test_bad_directory_and_never_replayed(tmp_path):
+    p = cli("repro", "run", tmp_path / "nowhere")
+    assert p.returncode == 2 and "no INDEX.json here" in p.stderr and "Traceback" not in p.stderr
+    (tmp_path / "INDEX.json").write_text('{"format": 1, "reproducers": {}}')
+    p = cli("repro", "status", tmp_path)
+    assert p.returncode == 2 and "never replayed" in p.stderr
+    p = cli("repro", "run", tmp_path, "--timeout", "0")
+    assert p.returncode == 2 and "expected a positive number of seconds" in p.stderr

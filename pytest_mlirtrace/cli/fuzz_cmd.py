@@ -97,6 +97,8 @@ def add_parser(sub, name):
     p.add_argument("--report", default=None, metavar="FILE",
                    help="also write the summary as JSON to FILE (cases, rate, findings with their timings)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the summary")
+    p.add_argument("--json", action="store_true", help="print the JSON report (what --report writes) on stdout "
+                                                       "instead of the summary; progress stays on stderr")
     return p
 
 
@@ -115,7 +117,7 @@ def _run(args) -> int:
                     max_findings=args.max_findings, verify=not args.no_verify, odd_solutions=not args.no_odd_configs,
                     write_grace_s=args.write_grace)
     try:
-        return run_and_report(o, quiet=args.quiet, report_path=args.report)
+        return run_and_report(o, quiet=args.quiet, report_path=args.report, as_json=args.json)
     except codegen.FaultError as e:
         raise CLIError(f"MLIRTRACE_INJECT: {e}") from None
     except ValueError as e:

@@ -6,6 +6,8 @@ failed``, and a reproducer + ticket is written for them, one per way of failing)
 """
 from __future__ import annotations
 
+import json
+
 from ..trace import table
 from ..vocab.exit_codes import ExitCode
 from .common import Progress, add_device_options, add_module_options, open_module, run_guarded, settings
@@ -23,6 +25,8 @@ def add_parser(sub, name):
     p.add_argument("--repeats", type=int, default=5, help="timed runs per solution (median is kept)")
     p.add_argument("--repro-dir", default=None, metavar="DIR",
                    help="where reproducers of failing solutions go (env MLIRTRACE_REPRO_DIR; default reproducers)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object instead of the table "
+                                                       "(progress stays on stderr)")
     p.set_defaults(mode="quick")
     add_module_options(p, database=True)
     add_device_options(p)
@@ -50,6 +54,19 @@ def _run(args) -> int:
     with Progress(0, "tuning") as bar:
         res = s.pipeline.tune(module, mode=args.mode, mlir_text=mlir_text, use_database=not args.no_database,
                               progress=bar)
+    if args.json:
+        written = _write_reproducers(args, s, start, res) if res.failures else []
+        code = ExitCode.FAILURE if res.failures or res.best is None else ExitCode.OK
+        print(json.dumps({
+            "problem_key": res.lowered.key, "exit": int(code),
+            "best": None if res.best is None else {"solution": res.best.span.solution, "time_ms": res.best_ms,
+                                                   "from_database": bool(res.from_database)},
+            "solutions": [{"solution": r.solution, "status": r.status, "time_ms": r.time_ms, "build_s": r.build_s,
+                           "span": r.span_hash} for r in res.rows],
+            "build_wall_s": res.build_wall_s, "build_sum_s": res.build_sum_s,
+            "reproducers": [{"signature": w.signature, "path": str(w.script_path), "new": w.new, "count": w.count}
+                            for w in written]}, indent=1))
+        return code
     print(f"problem: {res.lowered.key}")
     table.echo(table.SOLUTION_COLUMNS, table.solution_rows(res.rows, fastest_first=True))
     print(f"builds: {res.build_wall_s:.2f}s wall for {res.build_sum_s:.2f}s of builds")

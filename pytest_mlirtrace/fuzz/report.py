@@ -138,10 +138,11 @@ def report_dict(report, fz) -> dict:
     }
 
 
-def run_and_report(options: FuzzOptions, *, quiet: bool = False, report_path: str | None = None) -> int:
-    """Run a fuzz with progress on stderr, print the summary, write the JSON report; the exit status
-    (1: a new finding, 0: none). Bad options raise ValueError / codegen.FaultError; an environment
-    failure raises runtime.DeviceError."""
+def run_and_report(options: FuzzOptions, *, quiet: bool = False, report_path: str | None = None,
+                   as_json: bool = False) -> int:
+    """Run a fuzz with progress on stderr, print the summary (``as_json``: the JSON report instead, on
+    stdout), write the JSON report; the exit status (1: a new finding, 0: none). Bad options raise
+    ValueError / codegen.FaultError; an environment failure raises runtime.DeviceError."""
     prog = Progress(quiet=quiet)
     fz = Fuzzer(options, progress=prog)
     if not quiet:
@@ -153,11 +154,15 @@ def run_and_report(options: FuzzOptions, *, quiet: bool = False, report_path: st
         report = fz.run()
     finally:
         prog.done()
-    print(summary(report, fz.jobs))
-    if report_path:
+    if not as_json:
+        print(summary(report, fz.jobs))
+    if report_path or as_json:
         d = report_dict(report, fz)
         for row, f in zip(d["findings"], report.findings):
             row["module"] = ir.print_module(f.module)
-        with open(report_path, "w", encoding="utf-8") as fh:
-            json.dump(d, fh, indent=1)
+        if report_path:
+            with open(report_path, "w", encoding="utf-8") as fh:
+                json.dump(d, fh, indent=1)
+        if as_json:
+            print(json.dumps(d, indent=1))
     return report.exit_code

@@ -111,3 +111,23 @@ def test_top_level_help_speaks_to_users():
     assert "exit status: 0 ok / fixed, 1 a failure found or reproduced" in p.stdout
     for cmd in ("tune", "run", "fuzz", "reduce", "tuning-db", "import-trace"):
         assert f"    {cmd}" in p.stdout, cmd
+
+
+def test_run_and_tune_print_json_for_scripts(capsys, monkeypatch, tmp_path):
+    import json
+
+    assert main(["run", SMALL, "--seed", "3", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["ok"] is True and r["status"] == "ok" and r["exit"] == 0 and r["time_ms"] > 0
+    assert "-m 5 -n 3 -k 4" in r["problem_key"] and re.fullmatch(r"[0-9a-f]{16}", r["span"])
+    monkeypatch.setenv("MLIRTRACE_INJECT", "k_tail_off_by_one")
+    assert main(["run", SMALL, "--solution", "4,2,8,4,2,2,0,4", "--json"]) == 1
+    r = json.loads(capsys.readouterr().out)
+    assert (r["ok"], r["status"], r["exit"], r["solution"]) == (False, "wrong", 1, "4,2,8,4,2,2,0,4")
+    assert r["detail"].startswith("output 0:")
+    monkeypatch.delenv("MLIRTRACE_INJECT")
+    assert main(["tune", SMALL, "--repeats", "1", "--no-database", "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert t["exit"] == 0 and len(t["solutions"]) >= 10 and all(s["status"] == "ok" for s in t["solutions"])
+    assert t["best"]["solution"] in {s["solution"] for s in t["solutions"]}
+    assert t["best"]["time_ms"] == min(s["time_ms"] for s in t["solutions"]) and t["reproducers"] == []

@@ -112,3 +112,17 @@ def test_summary_lists_cases_rate_failures_and_reproducers():
     assert "30 cases in 10.0s (3.00 cases/s)" in text and "wrong 3" in text
     assert "reproducers written: 1 (1 new)" in text and "r/x.py" in text and "found after 1.0s" in text
     assert FuzzReport(st, [f]).exit_code == 1 and FuzzReport(st, []).exit_code == 0
+
+
+def test_json_prints_the_report_on_stdout_and_progress_stays_on_stderr(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MLIRTRACE_INJECT"}
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", "8", "--seed", "2",
+                        "--kinds", "pointwise", "--repro-dir", str(tmp_path / "r"), "--database", "none", "--json",
+                        "--report", str(tmp_path / "report.json")], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    import json
+    d = json.loads(p.stdout)            # all of stdout is the one JSON document
+    assert d["cases"] > 0 and d["findings"] == []
+    assert d == json.loads((tmp_path / "report.json").read_text())
+    assert "fuzz: device" in p.stderr

@@ -8,6 +8,7 @@ otherwise, 2 for usage errors.
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from .common import CLIError, run_guarded
 
@@ -43,12 +44,27 @@ def _kinds(text: str) -> list[str]:
     return out
 
 
+def _faults_epilog() -> str:
+    from ..codegen.faults import FAULTS
+
+    width = max(map(len, FAULTS))
+    rows = []
+    for k, v in FAULTS.items():      # the first sentence of each, wrapped under its name
+        first = v.split(". ")[0].rstrip(".") + "."
+        rows.append(textwrap.fill(first, 110, initial_indent=f"  {k:<{width}}  ",
+                                  subsequent_indent=" " * (width + 4)))
+    return ("planted faults (MLIRTRACE_INJECT=NAME[,NAME...]: the fuzz must find them; each finding is then\n"
+            "checked with the fault off):\n" + "\n".join(rows)
+            + "\n\nexit status: 1 a new failure found, 0 none, 2 bad usage, 4 no usable device.")
+
+
 def add_parser(sub, name):
     from ..fuzz.options import DEFAULT_DATABASE
+    from ..strategies.graphs import ALL_KINDS
 
     p = sub.add_parser(name, help="fuzz fused ops x solutions against the numpy oracle",
                        description=__doc__.splitlines()[0].split(": ", 1)[1],
-                       epilog="Planted faults for trying it out: MLIRTRACE_INJECT=<fault> (see codegen.FAULTS).")
+                       epilog=_faults_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--budget", type=_positive_float, required=True, metavar="SECONDS",
                    help="wall-clock time to spend (shrinking and writing included)")
     p.add_argument("--seed", type=int, default=None, help="seed of the search (default: random)")
@@ -57,8 +73,7 @@ def add_parser(sub, name):
     p.add_argument("--repro-dir", default="reproducers", metavar="DIR",
                    help="where reproducers and tickets go (default: reproducers)")
     p.add_argument("--kinds", type=_kinds, action="extend", default=None, metavar="KIND",
-                   help="graph kinds to draw, comma or space separated: pointwise, reduce, softmax, gemm, conv "
-                        "(attention is drawn by the strategies but not lowered; default: all five)")
+                   help=f"graph kinds to draw, comma or space separated: {', '.join(ALL_KINDS)} (default: all)")
     p.add_argument("--max-dim", type=_positive_int, default=16, metavar="N", help="largest dim (default 16)")
     p.add_argument("--max-elements", type=_positive_int, default=4096, metavar="N",
                    help="most elements of any tensor of a drawn graph (default 4096); raise it for long "

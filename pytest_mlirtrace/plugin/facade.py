@@ -15,7 +15,7 @@ from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
 from ..config import SettingError, inject_now
 from ..runtime import DeviceError
-from ..trace import TraceLog
+from ..trace import TraceConfig, TraceLog
 from ..engine import RunOptions
 from .keys import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
 
@@ -25,11 +25,14 @@ class Mlirtrace:
 
     ``log``: this test's :class:`TraceLog` (every event of every call); ``last_span``: the span of the
     last thing compiled; ``spans``: all of them; ``failures``: the :class:`FailureRecord` of each failure.
+    ``marks``: the test's ``@pytest.mark.mlirtrace`` arguments (validated by the plugin): the defaults of
+    its calls (``timeout``, ``max_ms``, ``solution``, ``trace``) and the device it must run on.
     """
 
-    def __init__(self, state, node):
+    def __init__(self, state, node, marks=None):
         self._state = state
         self.node = node
+        self.marks = dict(marks or {})
         self.log = TraceLog()
         self.spans: list = []
         self.last_span = None
@@ -58,6 +61,7 @@ class Mlirtrace:
             except Exception as e:   # noqa: BLE001
                 pytest.fail(f"mlirtrace: no usable OpenCL device ({self._state.device or 'default'}): "
                             f"{type(e).__name__}: {e}", pytrace=False)
+            self._check_marked_device(s)
             s.log.clear()                 # the session's own log would only grow
             self._session = s
         return self._session
@@ -65,6 +69,27 @@ class Mlirtrace:
     @property
     def device(self):
         return self.session.device
+
+    def _check_marked_device(self, s) -> None:
+        """``@pytest.mark.mlirtrace(device=...)``: the session's device, or the test fails (the worker pool,
+        and so the device, is one per process)."""
+        spec = self.marks.get("device")
+        if spec is None:
+            return
+        from ..runtime import resolve_device
+
+        have = s.device
+        session = (f"the session's device is {have.spec} ({have.name}; --mlir-device "
+                   f"{self._state.device or '(default)'})")
+        try:
+            want = resolve_device(spec)
+        except DeviceError as e:
+            pytest.fail(f"mlirtrace: @pytest.mark.mlirtrace(device={spec!r}) names no device here "
+                        f"({str(e).splitlines()[0]}); {session}", pytrace=False)
+        if want.spec != have.spec:
+            pytest.fail(f"mlirtrace: @pytest.mark.mlirtrace(device={spec!r}) is {want.spec} ({want.name}), but "
+                        f"{session}: one device per pytest process; run this test with --mlir-device {spec}",
+                        pytrace=False)
 
     def close(self) -> None:
         """Nothing to undo: every call passed its options as a value, the shared session is unchanged."""
@@ -81,12 +106,20 @@ class Mlirtrace:
         example = _hypothesis_example()
         if example is not self._example:          # a new example: earlier examples' failures are not its own
             self._example, self._current = example, []
+        if timeout_s is None:
+            timeout_s = self.marks.get("timeout")
         self._opts = RunOptions(timeout_s=float(timeout_s) if timeout_s is not None else p.timeout_s,
                                 inject=inject, listeners=(self.log,), database=self._db)
+        sink, saved = self.session.sink, None
+        if self.marks.get("trace") is not None:     # the marked level for this call only (env vars still raise it)
+            saved, sink.config = sink.config, TraceConfig.from_level(int(self.marks["trace"]))
         try:
             yield self._opts
         except DeviceError as e:
             _stop_for_environment(e)
+        finally:
+            if saved is not None:
+                sink.config = saved
 
     def _rec_kw(self) -> dict:
         o = self._opts
@@ -133,7 +166,12 @@ class Mlirtrace:
             timeout_s: float | None = None, repeats: int | None = None):
         """Compile with ``solution`` (else the best known: tuning database, else the default), run on
         ``ir.random_inputs(module, seed)``, check against the oracle; fail the test on wrong numbers,
-        crash, hang, build error, launch error, or a median time above ``max_ms``."""
+        crash, hang, build error, launch error, or a median time above ``max_ms``. ``solution`` and
+        ``max_ms`` default to the test's ``@pytest.mark.mlirtrace`` arguments."""
+        if solution is None:
+            solution = self.marks.get("solution")
+        if max_ms is None:
+            max_ms = self.marks.get("max_ms")
         reps = repeats or (5 if max_ms is not None else 1)
         with self._call(timeout_s) as opts:
             res = self.session.run(source, solution=solution, seed=seed, repeats=reps, options=opts)
@@ -170,7 +208,10 @@ class Mlirtrace:
         return tr
 
     def compile(self, source, solution=None, *, check: bool = True):
-        """Lower and build one solution (the default one when none is given); fail the test if it does not build."""
+        """Lower and build one solution (the default one when none is given, or the test's marked one); fail
+        the test if it does not build."""
+        if solution is None:
+            solution = self.marks.get("solution")
         start = len(self.log.events)
         with self._call() as opts:
             c = self.session.compile(source, solution, options=opts)
@@ -233,7 +274,25 @@ class Mlirtrace:
                      (PROP_TICKET, str(w.ticket_path)), (PROP_REPRO, json.dumps(w.to_dict()))]
             rep.user_properties.extend(props)
             self.node.user_properties.extend(props)
+        self._announce(recs, written, rep)
 
+    def _announce(self, recs: list[FailureRecord], written, rep) -> None:
+        """``pytest_mlirtrace_failure`` once per distinct failure (signature); a failing implementation
+        leaves a report section, never a lost report."""
+        by_sig = {w.signature: w for w in written}
+        hook = self.node.config.hook.pytest_mlirtrace_failure
+        seen: set[str] = set()
+        for r in recs:
+            sig = signature(r)
+            if sig in seen:
+                continue
+            seen.add(sig)
+            try:
+                hook(record=r, report=rep, written=by_sig.get(sig))
+            except (Exception, pytest.fail.Exception, pytest.skip.Exception) as e:   # noqa: BLE001
+                rep.sections.append((SECTION + "failure hook",
+                                     f"a pytest_mlirtrace_failure implementation failed on {sig}: "
+                                     f"{type(e).__name__}: {e}"))
 
     def _check_planted(self, recs: list[FailureRecord]) -> None:
         """'Planted' only once a failure recorded with a fault on passes with it off (repro.confirm_planted)."""

@@ -23,6 +23,10 @@ call (wrong numbers, crash, hang, build error, too slow, ...) gives the reproduc
 failure; any other failure (an ``assert`` in the test body) gives an "assertion" reproducer of the
 last thing compiled, unless an unchecked fixture call (``check=False``) had failed before, whose
 failures are written instead. Expected failures (xfail) write nothing.
+
+``@pytest.mark.mlirtrace(device=, timeout=, max_ms=, solution=, trace=)`` sets the defaults of one
+test's fixture calls (see ``MARKER_HELP``); ``pytest_mlirtrace_failure`` (``hooks.py``) lets other
+plugins act on each distinct failure written.
 """
 from __future__ import annotations
 
@@ -38,7 +42,16 @@ from .keys import FACADE_KEY, PROP_REPRO, SECTION, STATE_KEY
 
 
 
+MARK_ERROR_KEY = pytest.StashKey[str]()
+
+
 # ------------------------------------------------------------------------------- options ---
+def pytest_addhooks(pluginmanager):
+    from . import hooks
+
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("mlirtrace", "mlirtrace (fused-op compiler traces and reproducers)")
     g.addoption("--mlir-trace", dest="mlir_trace", nargs="?", const="1", default=None, metavar="LEVEL",
@@ -177,9 +190,87 @@ class MlirtraceState:
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", MARKER_HELP)
     state = MlirtraceState(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(_Reporter(state), "mlirtrace-reporter")
+
+
+def pytest_report_header(config):
+    """One line: the device, the tuning database, where reproducers go (and PoCL's wheel version when
+    installed); nothing is imported or started for it."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            pocl = f" (pocl-binary-distribution {version('pocl-binary-distribution')})"
+        except PackageNotFoundError:
+            pocl = ""
+    except Exception:   # noqa: BLE001 - a header is never worth a failed run
+        pocl = ""
+    device = state.device or "default (PoCL CPU)"
+    db = _shown(config, state.tuning_db) if state.tuning_db is not None else "per test, in memory"
+    repro = f"reproducers -> {_shown(config, state.repro_dir)}" if state.repro else "reproducers off"
+    return f"mlirtrace: device {device}{pocl}, tuning database {db}, {repro}"
+
+
+def _shown(config, path) -> str:
+    """``path`` relative to where pytest was started when it lies below it, else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(config.invocation_params.dir).resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+# -------------------------------------------------------------------------------- marker ---
+MARKER_HELP = ("mlirtrace(device=None, timeout=None, max_ms=None, solution=None, trace=None): defaults of this "
+               "test's mlirtrace fixture calls: timeout = hang timeout in seconds of every call (a call's "
+               "timeout_s wins), max_ms = run()'s max_ms, solution = run()'s and compile()'s solution, trace = "
+               "the trace level 0-3 of its calls, device = must be the session's device (--mlir-device)")
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0
+
+
+_MARK_CHECKS = {
+    "device": (lambda v: isinstance(v, str) and v.strip() != "", "a device spec (text, as --mlir-device takes)"),
+    "timeout": (_number, "a positive number of seconds"),
+    "max_ms": (_number, "a positive number of milliseconds"),
+    "solution": (lambda v: isinstance(v, str) and v.strip() != "", "a solution (perf-config text)"),
+    "trace": (lambda v: isinstance(v, int) and 0 <= int(v) <= 3, "a trace level 0-3"),
+}
+
+
+def marker_options(node) -> tuple[dict, str | None]:
+    """The ``mlirtrace`` marks of ``node`` merged (the closest mark wins per argument; ``None``: not given),
+    and the message of the first bad argument, or None."""
+    opts: dict = {}
+    for mark in node.iter_markers("mlirtrace"):
+        if mark.args:
+            return {}, (f"@pytest.mark.mlirtrace takes keyword arguments only ({', '.join(_MARK_CHECKS)}); "
+                        f"got positional {', '.join(map(repr, mark.args))}")
+        for k, v in mark.kwargs.items():
+            if k not in _MARK_CHECKS:
+                return {}, (f"@pytest.mark.mlirtrace: unknown argument {k}={v!r}; known: "
+                            f"{', '.join(_MARK_CHECKS)}")
+            if v is None:
+                continue
+            ok, expected = _MARK_CHECKS[k]
+            if not ok(v):
+                return {}, f"@pytest.mark.mlirtrace({k}={v!r}): expected {expected}, got {type(v).__name__}"
+            opts.setdefault(k, v)
+    return opts, None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """A bad ``mlirtrace`` mark fails the test before its body runs."""
+    err = item.stash.get(MARK_ERROR_KEY, None)
+    if err:
+        pytest.fail(err, pytrace=False)
 
 
 # ------------------------------------------------------------------------------- fixture ---
@@ -191,10 +282,14 @@ def mlirtrace(request):
     wrong numbers, crash, hang, build error, or slower than ``max_ms``); ``.tune(source, mode="quick")``
     -> TuneResult; ``.compile(source, solution=None)`` -> CompiledResult; ``.log`` (this test's
     TraceLog); ``.last_span``. ``source``: MLIR text, MIGraphX text or an ``ir.Module``.
+    ``@pytest.mark.mlirtrace(...)`` on the test sets the calls' defaults (``MARKER_HELP``).
     """
+    opts, err = marker_options(request.node)
+    if err:
+        request.node.stash[MARK_ERROR_KEY] = err    # failed by pytest_runtest_call, before the body runs
     from .facade import Mlirtrace
 
-    facade = Mlirtrace(request.config.stash[STATE_KEY], request.node)
+    facade = Mlirtrace(request.config.stash[STATE_KEY], request.node, marks=opts)
     request.node.stash[FACADE_KEY] = facade
     yield facade
     facade.close()

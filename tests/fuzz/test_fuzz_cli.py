@@ -126,3 +126,17 @@ def test_json_prints_the_report_on_stdout_and_progress_stays_on_stderr(tmp_path)
     assert d["cases"] > 0 and d["findings"] == []
     assert d == json.loads((tmp_path / "report.json").read_text())
     assert "fuzz: device" in p.stderr
+
+
+def test_help_names_every_planted_fault_and_every_kind(capsys):
+    from pytest_mlirtrace.cli.main import main
+    from pytest_mlirtrace.codegen.faults import FAULTS
+    from pytest_mlirtrace.strategies.graphs import ALL_KINDS
+
+    with pytest.raises(SystemExit):
+        main(["fuzz", "--help"])
+    out = capsys.readouterr().out
+    for name in FAULTS:
+        assert f"\n  {name} " in out, name
+    assert "not lowered" not in out
+    assert ", ".join(ALL_KINDS) in " ".join(out.split())

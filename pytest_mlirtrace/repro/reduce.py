@@ -241,6 +241,17 @@ class Reducer:
                 red.module, red.solution, red.result = m, sol, r
             return step.held
 
+        def first_held(cands) -> bool:
+            """Try ``(what, make_module)`` candidates in order (the solution refitted where needed) until one
+            holds; whether one did."""
+            for what, make in cands:
+                if red.out_of_budget:
+                    return False
+                m = make()
+                if m is not None and attempt(what, m, red.solution, refit=True):
+                    return True
+            return False
+
         changed = True
         while changed and not red.out_of_budget:
             changed = False
@@ -269,22 +280,13 @@ class Reducer:
             # 2. shrink each size, largest first
             dims = sorted({d for p in red.module.params() for d in p.shape.lens if d > 1}, reverse=True)
             for d in dims:
-                for new in _smaller(d):
-                    if red.out_of_budget:
-                        break
-                    m = _resized(red.module, d, new)
-                    if m is not None and attempt(f"size {d} -> {new}", m, red.solution, refit=True):
-                        changed = True
-                        break
+                changed |= first_held((f"size {d} -> {new}", lambda new=new, d=d: _resized(red.module, d, new))
+                                      for new in _smaller(d))
             # 2b. narrow the parameters' float types (f64 -> f16 / f32, f32 -> f16)
             for old_t in sorted({p.shape.dtype.name for p in red.module.params()} & set(_NARROWER)):
-                for new_t in _NARROWER[old_t]:
-                    if red.out_of_budget:
-                        break
-                    m = _retyped(red.module, old_t, new_t)
-                    if m is not None and attempt(f"type {old_t} -> {new_t}", m, red.solution, refit=True):
-                        changed = True
-                        break
+                changed |= first_held((f"type {old_t} -> {new_t}",
+                                       lambda new_t=new_t, old_t=old_t: _retyped(red.module, old_t, new_t))
+                                      for new_t in _NARROWER[old_t])
             # 3. the solution toward the default
             if red.out_of_budget:
                 break

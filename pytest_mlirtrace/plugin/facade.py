@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import linecache
+import os
 import sys
 
 import pytest
@@ -17,7 +19,11 @@ from ..config import SettingError, inject_now
 from ..runtime import DeviceError
 from ..trace import TraceConfig, TraceLog
 from ..engine import RunOptions
-from .keys import PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE, PROP_TICKET, SECTION
+from .keys import (PROP_CALL, PROP_KEY, PROP_MLIR, PROP_MODULE, PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE,
+                   PROP_TICKET, SECTION)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class Mlirtrace:
@@ -136,7 +142,30 @@ class Mlirtrace:
                                    bench_table=self.log.bench_table() if self._tuned else "", passed=passed,
                                    **self._rec_kw())
 
+    def _call_site(self) -> str:
+        """The line of the test that made the fixture call now failing: the outermost frame in the test's
+        file (the test function; a helper of that file it went through is named after "via"), else the
+        first frame outside this package; each with its source line."""
+        path, frames = str(self.node.path), []
+        f = sys._getframe(1)
+        while f is not None:
+            if not f.f_code.co_filename.startswith(_PACKAGE_DIR):
+                frames.append((f.f_code.co_filename, f.f_lineno))
+            f = f.f_back
+
+        def shown(fn, line):
+            text = linecache.getline(fn, line).strip()
+            return f"{_rel(fn)}:{line}" + (f": {text}" if text else "")
+        mine = [x for x in frames if x[0] == path]
+        if not mine:
+            return shown(*frames[0]) if frames else ""
+        site = shown(*mine[-1])
+        return site if mine[0] == mine[-1] else f"{site} (via {shown(*mine[0])})"
+
     def _add(self, recs: list[FailureRecord]) -> None:
+        site = self._call_site()
+        for r in recs:
+            r.call_site = r.call_site or site
         self.failures.extend(recs)
         self._current.extend(recs)
 
@@ -148,6 +177,8 @@ class Mlirtrace:
         s = first.span
         lines = [f"mlirtrace: {first.kind}: {first.symbol} with solution {s.solution or '(none)'} on "
                  f"{device_key(first)} ({first.stage} stage){what}"]
+        if first.call_site:
+            lines.append(f"  called at {first.call_site}")
         err = first.error.rstrip().splitlines() or [first.kind]
         lines += ["  " + ln for ln in err[:12]] + (["  ..."] if len(err) > 12 else [])
         lines.append(f"  problem key: {s.problem_key}")
@@ -274,6 +305,11 @@ class Mlirtrace:
                      (PROP_TICKET, str(w.ticket_path)), (PROP_REPRO, json.dumps(w.to_dict()))]
             rep.user_properties.extend(props)
             self.node.user_properties.extend(props)
+        # what a CI page needs to show the failure with the test (junitxml writes them as properties)
+        props = [(PROP_KEY, f"{s.problem_key}\t{s.solution}"), (PROP_MLIR, s.mlir_text or ""),
+                 (PROP_MODULE, s.module_text or "")] + ([(PROP_CALL, first.call_site)] if first.call_site else [])
+        rep.user_properties.extend(props)
+        self.node.user_properties.extend(props)
         self._announce(recs, written, rep)
 
     def _announce(self, recs: list[FailureRecord], written, rep) -> None:
@@ -330,6 +366,8 @@ def _key_section(first: FailureRecord, recs: list[FailureRecord]) -> str:
     lines = [f"Problem: {s.problem_key}", f"Solution: {s.solution}", f"Device: {device_description(first)}",
              f"Failure: {first.kind} at {first.stage}: {first.first_line}",
              f"Seed: {first.seed}  span {s.hash}  mlir {s.mlir_hash}"]
+    if first.call_site:
+        lines.append(f"Called at: {first.call_site}")
     if first.kind == "hang" and first.timeout_s is not None:
         lines.append(f"Timeout: {first.timeout_s:g} s")
     if first.inject:

@@ -52,6 +52,7 @@ class FailureRecord:
     # not written anywhere; they let the writer skip re-lowering (standalone data) when present
     spec: object | None = field(default=None, repr=False, compare=False)
     device_info: object | None = field(default=None, repr=False, compare=False)
+    call_site: str = field(default="", compare=False)   # pytest: "test_x.py:12: mlirtrace.run(M)", the test's line
 
     def __post_init__(self) -> None:
         if self.inject is None:

@@ -139,16 +139,35 @@ def _same(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def _expected_entry(i: int, arr: np.ndarray, shape, rtol: float, atol: float, sample: bool) -> dict:
+def _bound_f32(b: np.ndarray) -> np.ndarray:
+    """A bound in float32 (half the bytes), rounded up so that it never allows less than the compiler's."""
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        b32 = b.astype(np.float32)
+    return np.where(b32.astype(np.float64) < b, np.nextafter(b32, np.float32(np.inf)), b32)
+
+
+def _expected_entry(i: int, arr: np.ndarray, shape, rtol: float, atol: float, sample: bool, bound=None) -> dict:
+    """One output as the reproducer checks it: the oracle's values and (``bound``: an ``ir.Bound``) the error bound
+    of each element and where an overflow is right either way, as the compiler's check uses them; ``rtol`` and
+    ``atol`` stay for a reader without bounds."""
     flat = np.ascontiguousarray(arr).reshape(-1)
     entry = {"index": i, "dtype": shape.dtype.name, "lens": list(shape.lens), "rtol": rtol, "atol": atol,
              "positions": None}
+    b = o = None
+    if bound is not None:
+        b = np.broadcast_to(bound.abs, np.shape(arr)).reshape(-1)
+        o = np.broadcast_to(bound.overflow_ok, np.shape(arr)).reshape(-1)
     if sample and flat.size > SAMPLE_POSITIONS:
         rng = np.random.default_rng(1234 + i)
         pos = np.sort(rng.choice(flat.size, size=SAMPLE_POSITIONS, replace=False)).astype(np.int64)
         entry["positions"] = tmpl._pack_array(pos)
         flat = flat[pos]
+        b, o = (None, None) if b is None else (b[pos], o[pos])
     entry["values"] = tmpl._pack_array(flat)
+    if b is not None:
+        entry["bound"] = tmpl._pack_array(_bound_f32(b))
+        entry["overflow_ok"] = tmpl._pack_array(np.asarray(o, dtype=np.bool_))
     return entry
 
 
@@ -167,7 +186,8 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     params = [{"param": p.param, "dtype": p.shape.dtype.name, "storage_dtype": p.shape.dtype.np.str,
                "is_float": p.shape.dtype.is_float, "lens": list(p.shape.lens)} for p in module.params()]
     inputs = ir.random_inputs(module, rec.seed)
-    expected = ir.evaluate(module, inputs)
+    expected, env = ir.evaluate(module, inputs, keep_all=True)
+    bounds = ir.error_bounds(module, env)
     notes = []
 
     # inputs: the template's generator + packing must give what ir.random_inputs + codegen.pack_inputs give
@@ -193,8 +213,8 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     tols = oracle_tolerances(module, codegen.problem_of(module))
     sample = sum(np.asarray(e).nbytes for e in expected) > FULL_EXPECTED_BYTES
     exp = []
-    for i, (e, shp, (rtol, atol)) in enumerate(zip(expected, module.output_shapes(), tols)):
-        exp.append(_expected_entry(i, np.asarray(e), shp, rtol, atol, sample))
+    for i, (e, shp, (rtol, atol), bnd) in enumerate(zip(expected, module.output_shapes(), tols, bounds)):
+        exp.append(_expected_entry(i, np.asarray(e), shp, rtol, atol, sample, bnd))
     return {"args": layout, "params": params, "inputs_packed": inputs_packed, "expected": exp,
             "build_options": getattr(spec, "build_options", "") or "",
             "global_size": [int(x) for x in spec.global_size],

@@ -86,8 +86,13 @@ def unpack_output(buf, arg: dict):
     return x.astype(np.bool_) if arg["dtype"] == "bool" else x
 
 
+_LARGEST = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
+
+
 def compare(got, want: dict) -> str:
-    """'' when ``got`` matches the recorded output within its tolerance, else what differs."""
+    """'' when ``got`` matches the recorded output, else what differs: within the compiler's per-element ``bound``
+    (0: bit-exact, inf: not checked; an overflow to +-inf or the largest finite value passes where ``overflow_ok``),
+    or, in data without bounds, within ``atol + rtol * |expected|``."""
     import numpy as np
 
     def as_f64(x):   # bf16 is stored as uint16 bits
@@ -100,16 +105,23 @@ def compare(got, want: dict) -> str:
     a, e = as_f64(got) if pos is None else as_f64(got)[pos], as_f64(_unpack_array(want["values"]))
     if a.shape != e.shape:
         return f"output {want['index']}: got {a.size} elements, expected {e.size}"
-    rtol, atol = float(want["rtol"]), float(want["atol"])
+    bounded, top = want.get("bound") is not None, _LARGEST.get(want["dtype"], np.inf)
     with np.errstate(all="ignore"):
         diff = np.abs(a - e)
-        bad = ~((diff <= atol + rtol * np.abs(e)) | (np.isnan(a) & np.isnan(e)) | (a == e))
+        b = (_unpack_array(want["bound"]).astype(np.float64).reshape(-1) if bounded
+             else float(want["atol"]) + float(want["rtol"]) * np.abs(e))
+        ovf = _unpack_array(want["overflow_ok"]).astype(np.bool_).reshape(-1) if bounded else np.zeros(e.shape, bool)
+        edge = ovf & ~np.isnan(e) & (np.sign(a) == np.sign(e)) & (np.isinf(a) | (np.abs(a) >= top))
+        ok = (a == e) | (np.isnan(a) & np.isnan(e)) | (diff <= b) & (np.isfinite(a) | (not bounded)) | edge
+        if bounded and want["dtype"] in _LARGEST:      # a float output: inf means not checked
+            ok |= np.isinf(b) & (~np.isnan(e) | ovf)
+        bad = ~ok
+        i = int(np.argmax(np.where(bad, np.nan_to_num(diff - np.where(np.isfinite(b), b, 0.0), nan=np.inf), -np.inf)))
     if not bad.any():
         return ""
-    i = int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf, posinf=np.inf), -1.0)))
     idx = [int(v) for v in np.unravel_index(i if pos is None else int(pos[i]), want["lens"])] if want["lens"] else []
     return (f"output {want['index']}: {int(bad.sum())}/{e.size} {'' if pos is None else 'sampled '}elements differ "
-            f"(rtol={rtol:g}, atol={atol:g}); worst at {idx}: got {float(a[i])!r}, expected {float(e[i])!r} "
+            f"(allowed {float(b[i]):.3g} there); worst at {idx}: got {float(a[i])!r}, expected {float(e[i])!r} "
             f"(abs {float(diff[i]):.3g})")
 
 

@@ -16,7 +16,7 @@ from pytest_mlirtrace.repro.runner import all_solutions_verdict
 
 from .test_standalone import GOOD, KERNELS, payload
 
-MAX_CODE_LINES = 395   # without the payload lines: 390 with the guard-zone check (591 when the package path was copied into it)
+MAX_CODE_LINES = 405   # without the payload lines: 402 with the per-element bounds check (591 when the package path was copied into it)
 STANDALONE_IMPORTS = {"__future__", "argparse", "base64", "json", "os", "re", "signal", "subprocess", "sys", "zlib",
                       "numpy", "pyopencl"}
 LIBRARY_IMPORTS = {"pytest_mlirtrace.repro",                # run(PAYLOAD, argv): everything but the standalone path

@@ -158,6 +158,7 @@ class Fuzzer:
         self.findings: list[Finding] = []
         self.known: dict[str, _KnownWay] = {}     # way -> the signatures written for it, its re-shrink backoff
         self._pending: dict[str, Finding] = {}     # way -> latest (smallest) failing case this campaign
+        self._odd_seen: set = set()                # (problem, odd perf config) pairs already counted
         self._shrink_t0: float | None = None
         self._memo: dict = {}                      # (module text, solutions, seed) -> results
         self._history: dict[str, list] = {}        # way -> failing cases in the order found (largest first)
@@ -336,14 +337,18 @@ class Fuzzer:
         return None
 
     def _keep_applicable(self, problem, sols: list) -> list:
-        """``sols`` less the odd perf configs (strings) the rules refuse, each refusal counted by its rule."""
+        """``sols`` less the odd perf configs (strings) the rules refuse, each refusal counted by its rule (once per
+        problem and config: a replay or a shrink step checking the same pair again is not a new draw)."""
         kept = []
         for s in sols:
             if isinstance(s, str):
                 why = self._refusal(problem, s)
                 with self._lock:
-                    self.stats.odd_drawn += 1
-                    if why is not None:
+                    pair = (repr(problem), s)
+                    new = pair not in self._odd_seen
+                    self._odd_seen.add(pair)
+                    self.stats.odd_drawn += new
+                    if why is not None and new:
                         m = re.search(r"\((\w+)\) is", why)
                         rule = (m.group(1) if m else "field count" if " field(s), expected " in why
                                 else re.sub(r"\d+", "N", why)[:40])

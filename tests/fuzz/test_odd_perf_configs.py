@@ -52,6 +52,9 @@ def test_a_refused_config_is_counted_under_its_rule_and_a_taken_one_is_kept():
     assert "NPerBlock" in fz._refusal(p, bad_n)
     assert fz._keep_applicable(p, [bad_n, short, fine]) == [fine]
     assert fz.stats.odd_drawn == 3 and fz.stats.odd_refused == {"NPerBlock": 1, "field count": 1}
+    # the same problem and configs checked again (a replay, a shrink step) are not new draws
+    assert fz._keep_applicable(p, [bad_n, fine]) == [fine]
+    assert fz.stats.odd_drawn == 3 and fz.stats.odd_refused == {"NPerBlock": 1, "field count": 1}
     line = next(x for x in summary(FuzzReport(fz.stats, []), 1).splitlines() if x.startswith("perf configs"))
     assert line.startswith("perf configs beyond the space: 3 drawn, 1 run and checked, 2 refused"), line
     # with the fault that drops the rule, the odd config goes through (to be run: a planted wrong result)

@@ -25,7 +25,7 @@ CONTRACT = {ExitCode.OK, ExitCode.FAILURE, ExitCode.USAGE, ExitCode.NOT_SUPPORTE
 
 
 def _read(paths) -> list[bytes]:
-    return [p.read_bytes() for p in sorted(paths)]
+    return [p.read_bytes() for p in sorted(paths) if p.is_file()]
 
 
 MODULES = _read([*ROOT.glob("examples/*"), *ROOT.glob("tests/data/*.mlir"), *ROOT.glob("tests/data/*.txt")]

@@ -118,6 +118,8 @@ def add_parser(sub, name):
 
 
 def _run(args) -> int:
+    from hypothesis.errors import InvalidArgument
+
     from .. import codegen
     from ..fuzz import FuzzOptions, run_and_report
     from ..strategies import SUPPORTED_KINDS
@@ -135,7 +137,7 @@ def _run(args) -> int:
         return run_and_report(o, quiet=args.quiet, report_path=args.report, as_json=args.json)
     except codegen.FaultError as e:
         raise CLIError(f"MLIRTRACE_INJECT: {e}") from None
-    except ValueError as e:
+    except (ValueError, InvalidArgument) as e:     # InvalidArgument: a strategy's eager check of a setting
         raise CLIError(str(e)) from None
 
 

@@ -162,6 +162,9 @@ def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[D
         return x[tuple(idx)]
     if op == "convert":
         x = args[0]
+        if out.dtype.name == "bool":
+            # MIGraphX (static_cast<bool>): nonzero -> true, without truncating first (0.5 -> true)
+            return np.asarray(x) != 0
         if not out.dtype.is_float and in_dtypes[0].is_float:
             x = np.trunc(x)
         return _round(x, out.dtype)

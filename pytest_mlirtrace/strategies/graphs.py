@@ -78,6 +78,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from .. import ir
 
@@ -117,6 +118,21 @@ _GUARDS = {"unit": (_EXP_MAX, _F16_MUL_MAX, 1e4), "wide": (80.0, 6e4, 6e4), "ext
 _DT_MAX = {"f16": 65504.0, "bf16": 3.38e38, "f32": 3.4028234e38, "f64": 1.7e308}
 _DT_SUB = {"f16": 2.0 ** -20, "bf16": 2.0 ** -130, "f32": 2.0 ** -140, "f64": 2.0 ** -1060}
 
+# The graph forms beyond the op chains (issue 20; ``fused_graphs(forms=...)``, default all). Each is one Plan
+# field, drawn after every older draw (old database examples keep their meaning) and only for the kinds it
+# applies to; 0 is "off" (three quarters of the draws), 1..n its variants, so a failure that does not need it
+# shrinks it away. What each draws: :func:`_tail` and the GraphBuilder methods it calls.
+FORMS = ("view", "bool", "multi_output", "literal", "reductions", "softmax_overflow", "f16_convert")
+_FORM_KINDS = {"view": ("gemm", "conv", "reduce", "softmax"), "bool": ALL_KINDS,
+               "multi_output": ("pointwise", "gemm", "conv"), "literal": ALL_KINDS, "reductions": ("reduce",),
+               "softmax_overflow": ("softmax",), "f16_convert": ALL_KINDS}
+_LIT_FLOATS = (0.5, -2.0, 3.0, 0.125, -0.75, 10.0, 0.1, -1.5)
+_LIT_INTS = (2, -3, 5, -1, 7, 3, -2, 4)
+_R2_PRE = ("abs", "same", "neg")
+_BIG = (100.0, -300.0, 1000.0, 90.0)       # x * this: |x| >= 88 for |x| >= 1 (exp overflows f32 past 88.7)
+_FORM_N = {"view": 4, "bool": 4, "multi_output": 3, "literal": len(_LIT_FLOATS) * 2,
+           "reductions": len(_R2_PRE), "softmax_overflow": len(_BIG), "f16_convert": 2}
+
 
 @dataclass
 class Val:
@@ -126,6 +142,14 @@ class Val:
     mag: float = 1.0          # bound on |x| (statistical for dots: sqrt(k) * |a| * |b|)
     pos: float = 0.0          # > 0: x >= pos
     leaf: bool = False        # a parameter (or a view of one): exact input values
+
+
+def _lit_values(values, dt: str):
+    """What a literal of ``dt`` holds for ``values``: the values, but for bf16 their bits (the IR's convention:
+    a literal is read as ``astype(dtype.np)``, and bf16 is stored as uint16 bits -- ``mlir.literals``)."""
+    if dt == "bf16":
+        return ir.dtypes.f32_to_bf16(np.asarray(values, dtype=np.float32))
+    return values
 
 
 def _prod(xs) -> int:
@@ -210,6 +234,11 @@ class GraphBuilder:
         self.min_is_clip = False      # a conv's epilogue: ``min`` is MIGraphX's clip (ReLU6)
         self.op_map: dict = {}        # a conv's epilogue: exotic ops drawn as the usual ones (:data:`CONV_OP_MAP`)
         self.extra_input = None       # (``"bias"`` | ``"residual"``, value) -> that input, for those steps
+        self.core: Val | None = None  # the value the epilogue starts from (a second output may be it)
+        self.pool: list = []          # the last chain's values
+        # the forms' second operands, each taken (made from the value it meets) by the next binary step of the
+        # epilogue in place of its own; what no step takes is combined by ``max`` after the chain (:func:`_tail`)
+        self.operands: list = []
 
     # ---- leaves -----------------------------------------------------------
     def param(self, dt: str, lens, strides=None) -> str:
@@ -345,7 +374,7 @@ class GraphBuilder:
         return self.new("mul", v, lit, mag=v.mag * abs(c), pos=0.0)
 
     def literal(self, value, dt: str, lens) -> str:
-        lit = self.m.add_literal(value, dt, lens=(1,))
+        lit = self.m.add_literal(_lit_values(value, dt), dt, lens=(1,))
         return self.m.add("multibroadcast", lit, out_lens=list(lens))
 
     # ---- pointwise --------------------------------------------------------
@@ -420,9 +449,14 @@ class GraphBuilder:
         raise ValueError(op)
 
     def other(self, cur: Val, pool: list[Val], step: Step) -> Val:
-        """The second operand of a binary op: the chain itself (0) / an earlier value, or a new input."""
+        """The second operand of a binary op: the chain itself (0) / an earlier value, or a new input; a form's
+        operand (a literal, a converted bool, a second reduction: :attr:`operands`) takes the place of the first."""
+        if self.operands:
+            return self.operands.pop(0)(cur)
         same = [v for v in pool if v.lens == cur.lens and v.dtype == cur.dtype]
-        choice = step.operand % (len(same) + 1)
+        # operand < the values there are: that one back (0: the chain itself); any larger: a new input -- so a step
+        # that takes a new input still does when an earlier step is deleted (a shrink keeps what it needs)
+        choice = step.operand
         if choice < len(same):
             return same[-1 - choice]
         if self.new_input is not None:
@@ -437,6 +471,7 @@ class GraphBuilder:
         ``convert`` may go float -> int (an epilogue: nothing after it needs a float)."""
         self._to_int = to_int
         pool = [cur]
+        self.pool = pool              # the chain's values (a second output may be one of them)
         for step in steps:
             op = self.ops[step.op % len(self.ops)]
             op = self.op_map.get(op, op)
@@ -473,7 +508,11 @@ class GraphBuilder:
         if op in LEAF_ONLY:
             if cur.leaf:
                 return self.new(op, cur, mag=1.0)
-            f = self.new(op, self.input(cur.dtype, cur.lens, step.desc), mag=1.0)
+            # on a new input, added: a viewed one only where a binary step's operand would take a new input too,
+            # so that the add it shrinks to (op 0, same arg) keeps the view (else a plain input)
+            same = sum(v.lens == cur.lens and v.dtype == cur.dtype for v in pool)
+            f = self.new(op, self.input(cur.dtype, cur.lens, step.desc if step.operand >= same else (0, 0, 0, 0)),
+                         mag=1.0)
             return self.binary("add", cur, f)
         if op == "where":
             return self.where(cur, pool, step)
@@ -502,8 +541,129 @@ class GraphBuilder:
         name = self.m.add("where", cond, cur.name, b.name)
         return Val(name, cur.dtype, cur.lens, mag=max(cur.mag, b.mag), pos=min(cur.pos, b.pos))
 
-    def finish(self, v: Val) -> ir.Module:
-        self.m.add_return(v.name)
+    # ---- the forms of :data:`FORMS` (issue 20) ---------------------------------------------------
+    def view_after(self, v: Val, form: int, *, reduced=(), channel_axis: int | None = None) -> Val:
+        """``v`` (a dot's, a convolution's, a reduction's or a softmax's result) seen through a view, as
+        MIGraphX's fusions leave one after the anchor: 1 a transpose (the last two dims; a reduction's result:
+        reversed; a convolution's: its spatial dims reversed), 2 a squeeze of size-1 dims (a reduction's reduced
+        ones) or else an unsqueeze, 3 a reshape that merges dims (the leading ones; a reduction's result: to its
+        kept elements; a convolution's: its spatial dims), 4 the split of the last dim into heads moved before
+        the rows (reshape + transpose, the attention layout). An inapplicable variant falls to the next.
+        ``channel_axis``: a convolution's (kept where it is, so a bias broadcast along it still means one)."""
+        lens = list(v.lens)
+        r = len(lens)
+        conv = channel_axis is not None
+        lo = channel_axis + 1 if conv else 0          # the dims a view may touch
+        for k in range(4):
+            f = (form - 1 + k) % 4 + 1
+            if f == 1:
+                if reduced and r >= 2 and sum(n > 1 for n in lens) >= 1:
+                    return self.new("transpose", v, permutation=list(reversed(range(r))))
+                if conv and r - lo >= 2:
+                    return self.new("transpose", v, permutation=list(range(lo)) + list(reversed(range(lo, r))))
+                if not conv and not reduced and r >= 2:
+                    return self.new("transpose", v, permutation=list(range(r - 2)) + [r - 1, r - 2])
+            elif f == 2:
+                ones = [i for i in (reduced or range(lo, r)) if lens[i] == 1 and i >= lo]
+                if ones and len(ones) == r:
+                    ones = ones[1:]
+                if ones:
+                    return self.new("squeeze", v, axes=ones)
+                if r < self.max_rank:
+                    return self.new("unsqueeze", v, axes=[r if conv else 0])
+            elif f == 3:
+                if reduced and r >= 2:
+                    return self.new("reshape", v, dims=[_prod(lens)])
+                first, last = (lo, r) if conv else (0, r - 1 if r >= 3 else r)    # merge dims first .. last - 1
+                if last - first >= 2:
+                    return self.new("reshape", v, dims=lens[:first] + [_prod(lens[first:last])] + lens[last:])
+            elif f == 4 and not reduced and not conv and 2 <= r <= self.max_rank:
+                n = lens[-1]
+                divs = [d for d in range(2, n) if n % d == 0]
+                if divs:
+                    h = divs[0]
+                    split = self.new("reshape", v, dims=lens[:-1] + [h, n // h])
+                    return self.new("transpose", split, permutation=list(range(r - 2)) + [r - 1, r - 2, r])
+        return v
+
+    def to_float(self, v: Val, target: str) -> Val:
+        """``v`` converted to the float type ``target`` (one that would overflow f16 ``tanh``-squashed first,
+        as the chain's ``convert`` step does)."""
+        if target == v.dtype:
+            return v
+        if target == "f16" and v.mag > 6e4:
+            v = self.squash(v)
+        return self.new("convert", v, dt=target, pos=v.pos, target_type=ir.dtype(target).type_id)
+
+    def literal_operand(self, form: int):
+        """A literal operand (a maker of one for the value it meets): a scalar of a drawn value
+        (:data:`_LIT_FLOATS` / :data:`_LIT_INTS`) broadcast, or a small full tensor (at most 64 elements, else one
+        row broadcast along the rest) of drawn multiples of 1/8 (exact in every float type)."""
+        k = form - 1
+
+        def make(cur: Val) -> Val:
+            is_f = ir.dtype(cur.dtype).is_float
+            dt, lens = cur.dtype, tuple(cur.lens)
+            shape = lens if _prod(lens) <= 64 else (lens[-1],) if lens and lens[-1] <= 256 else None
+            if k % 2 and shape is not None:
+                rng = np.random.default_rng(k)
+                vals = rng.integers(-16, 17, size=shape).astype(np.float64) / 8.0 if is_f else \
+                    rng.integers(-4, 5, size=shape).astype(np.int64)
+                if vals.size > 1 and np.all(vals == vals.flat[0]):
+                    vals.flat[0] += 1
+                name = self.m.add_literal(_lit_values(vals, dt), dt)
+                if shape != lens:
+                    name = self.m.add("multibroadcast", name, out_lens=list(lens))
+                mag = float(np.max(np.abs(vals))) or 1.0
+                pos = float(np.min(vals)) if np.all(vals > 0) else 0.0
+                return Val(name, dt, lens, mag=mag, pos=pos)
+            c = (_LIT_FLOATS if is_f else _LIT_INTS)[k // 2 % len(_LIT_FLOATS)]
+            return Val(self.literal(c, dt, lens), dt, lens, mag=float(abs(c)), pos=float(c) if c > 0 else 0.0)
+        return make
+
+    def bool_operand(self, form: int, float_dt: str):
+        """A boolean converted to the type of the value it meets (a maker of one): 1 ``greater(x, y)``, 2
+        ``less(x, y)`` (fresh parameters), 3 ``convert(x, bool)`` (float -> bool: nonzero -> true, as MIGraphX
+        defines it: 0.3 is true, not truncated to 0), 4 ``convert(i, bool)`` (an i32 parameter: its zeros are
+        false). Only from exact values (parameters), so a rounding never flips the bool."""
+        k = (form - 1) % 4
+
+        def make(cur: Val) -> Val:
+            lens = cur.lens
+            if k < 2:
+                cmps = [o for o in self.cmp_ops if o != "equal"] or list(self.cmp_ops)
+                x, y = self.input(float_dt, lens), self.input(float_dt, lens)
+                cond = self.m.add(cmps[k % len(cmps)], x.name, y.name)
+            else:
+                x = self.input(float_dt if k == 2 else "i32", lens)
+                cond = self.m.add("convert", x.name, target_type=ir.dtype("bool").type_id)
+            return Val(self.m.add("convert", cond, target_type=ir.dtype(cur.dtype).type_id), cur.dtype, lens, mag=1.0)
+        return make
+
+    def second_output(self, out: Val, form: int, float_dt: str) -> Val | None:
+        """A second value to return besides ``out``: 1 the value the epilogue starts from (the anchor's result),
+        2 a value in the middle of the epilogue chain, 3 a second epilogue branch from the anchor's result (its
+        ``sigmoid``; an op outside the common ones, so a failure that needs a common op never stops at this
+        form's copy of it). A parameter or ``out`` itself is never returned (the variant falls to the branch)."""
+        core, pool = self.core, [v for v in self.pool if v.lens == self.core.lens] if self.core else []
+        if core is None:
+            return None
+        k = (form - 1) % 3
+        cand = None
+        if k == 0:
+            cand = core
+        elif k == 1 and pool:
+            cand = pool[len(pool) // 2]
+        if cand is not None and not cand.leaf and cand.name != out.name and cand.dtype != "bool":
+            return cand
+        ops = [o for o in ("sigmoid", "neg", "tanh", "abs") if o in self.ops]
+        if not ops or not ir.dtype(core.dtype).is_float and ops[0] not in INT_OPS:
+            return None
+        br = self.unary(ops[0], core)
+        return br if br.name != out.name else None
+
+    def finish(self, v: Val, *more: Val) -> ir.Module:
+        self.m.add_return(v.name, *[x.name for x in more])
         self.m.verify()
         return self.m
 
@@ -524,6 +684,14 @@ class Plan:
     conv: tuple = ()       # a convolution's draws (:data:`CONV_FIELDS`); () -> derived from dims/inputs
     long: int = 0          # gemm / reduce / softmax: 0, or a long reduction (1: a quarter of the cap, 2: the cap)
     scale: int = 0         # the value profile's scale of the main input (0: none)
+    # the forms of :data:`FORMS` (drawn last, in this order; 0: off, n > 0: the n-th variant; see :func:`_tail`)
+    view: int = 0          # gemm / conv / reduce / softmax: a view after the anchor
+    boolean: int = 0       # a comparison's or a float -> bool convert's result converted and used in the chain
+    multi: int = 0         # pointwise / gemm / conv: a second output
+    literal: int = 0       # a binary op with a literal operand (a drawn scalar or a small full tensor)
+    reduce2: int = 0       # reduce: a second reduction sharing the kernel
+    big: int = 0           # softmax (wide / extreme values): its input scaled past exp's overflow
+    half: int = 0          # a convert to f16 (f32 graphs) or a chain computed in f32 (f16 / bf16 graphs)
 
 
 # ------------------------------------------------------------------ kinds --
@@ -549,7 +717,37 @@ def _pointwise(b: GraphBuilder, p: Plan) -> Val:
     x = b.input(p.dtype, _fit(p.dims[:p.rank], b.max_elements), p.inputs[0])
     x = b.scaled(x, p.scale)
     steps = p.prologue + p.epilogue or (Step(0),)
-    return b.chain(x, steps, p.dtype, to_int=True)
+    return _tail(b, p, x, lambda v: b.chain(v, steps, p.dtype, to_int=True))
+
+
+def _tail(b: GraphBuilder, p: Plan, v: Val, chain) -> Val:
+    """The epilogue ``chain`` from ``v`` (the anchor's result) with the forms of :data:`FORMS` around it: an f16
+    convert (an f32 value: to f16 before the chain (variant 1) or after it (2); an f16 / bf16 value: the chain
+    computed in f32 and converted back at the end); a literal, a converted bool (and a reduce's second reduction,
+    queued by :func:`_reduce`) as the second operands of the chain's first binary steps -- the steps' own ops, so
+    a failure that needs the op and not the form shrinks the form away -- or, where no step takes one, combined
+    by ``max`` after the chain."""
+    back = None
+    if p.half and "convert" in b.ops and ir.dtype(v.dtype).is_float:
+        if v.dtype == "f32" and p.half == 1:
+            v = b.to_float(v, "f16")
+        elif v.dtype == "f32":
+            back = "f16"
+        else:
+            back, v = v.dtype, b.to_float(v, "f32")
+    b.core = v
+    if p.literal:
+        b.operands.append(b.literal_operand(p.literal))
+    if p.boolean and "convert" in b.ops:
+        b.operands.append(b.bool_operand(p.boolean, p.dtype))
+    v = chain(v)
+    while b.operands:       # no binary step took it: max(v, operand) (max: not one of the ops a shrink aims at)
+        make = b.operands.pop(0)
+        if "max" in b.ops:
+            v = b.binary("max", v, make(v))
+    if back and v.dtype == "f32":
+        v = b.to_float(v, back)
+    return v
 
 
 def _axes(p: Plan, rank: int) -> list[int]:
@@ -568,14 +766,61 @@ def _reduce(b: GraphBuilder, p: Plan) -> Val:
     mag = x.mag * (n if op == "reduce_sum" else 1)
     pos = x.pos * (n if op == "reduce_sum" else 1)
     r = b.new(op, x, mag=mag, pos=pos, axes=axes)
-    return b.chain(r, p.epilogue, p.dtype, to_int=True)
+    lens = r.lens
+    viewed = bool(p.view)
+    if p.reduce2 and {"abs", "neg"} & set(b.ops):
+        b.operands.append(_second_reduction(b, p.reduce2, x, r, axes, n, p.view))
+    if viewed:
+        r = b.view_after(r, p.view, reduced=axes)
+    return _tail(b, p, r, lambda v: b.chain(v, p.epilogue, p.dtype, to_int=True))
+
+
+def _second_reduction(b: GraphBuilder, form: int, x: Val, r: Val, axes, n: int, view: int):
+    """A maker of a second reduction of ``x`` over the same axes, sharing the first's kernel (the code generator
+    fuses reductions of one shape side by side; one that reads another's result, such as layernorm's
+    ``reduce_mean((x - reduce_mean(x))^2)``, it refuses, so that is not drawn): of ``abs(x)`` or ``neg(x)`` with
+    the first's op, or of ``x`` itself with the op paired with the first's (sum / mean, max / min), seen through
+    the same view as the first; an epilogue step takes it as its second operand (:func:`_tail`)."""
+    k = form - 1
+    pre = _R2_PRE[k % len(_R2_PRE)]
+    if pre not in b.ops and pre != "same":
+        pre = next(o for o in ("abs", "neg") if o in b.ops)
+    first = b.m.get(r.name).op
+    op2 = {"reduce_sum": "reduce_mean", "reduce_mean": "reduce_sum", "reduce_max": "reduce_min",
+           "reduce_min": "reduce_max"}[first] if pre == "same" else first
+
+    def make(cur: Val) -> Val:
+        y = x if pre == "same" else b.unary(pre, x)
+        if op2 == "reduce_sum" and y.dtype == "f16" and y.mag * n > b.f16_sum_max:
+            y = b.squash(y)
+        sc = n if op2 == "reduce_sum" else 1
+        r2 = b.new(op2, y, mag=y.mag * sc, pos=y.pos * sc, axes=list(axes))
+        if view:
+            r2 = b.view_after(r2, view, reduced=axes)
+        if r2.lens != cur.lens:         # (never: the same view of the same lens)
+            return b.input(cur.dtype, cur.lens)
+        if r2.dtype != cur.dtype:
+            to_int = not ir.dtype(cur.dtype).is_float
+            r2 = b.to_float(r2, cur.dtype) if not to_int else \
+                b.new("convert", r2, dt=cur.dtype, mag=max(1.0, math.floor(r2.mag)), target_type=ir.dtype(cur.dtype).type_id)
+        return r2
+    return make
 
 
 def _softmax(b: GraphBuilder, p: Plan) -> Val:
     x = b.input(p.dtype, _long_lens(p, b), p.inputs[0])
     x = b.chain(b.scaled(x, p.scale), p.prologue, p.dtype)
+    if p.big and b.values != "unit" and "where" in b.ops and ir.dtype(x.dtype).is_float:
+        # past a naive exp's overflow (|x| >= 88): where(a bool parameter, c, x) -- about half the row at c (a
+        # softmax must subtract the maximum first); ``where``: not one of the ops a shrink aims at
+        c = _BIG[(p.big - 1) % len(_BIG)]
+        cond = b.input("bool", x.lens)
+        x = Val(b.m.add("where", cond.name, b.literal(c, x.dtype, x.lens), x.name), x.dtype, x.lens,
+                mag=max(abs(c), x.mag))
     s = b.new("softmax", x, mag=1.0, axis=_axes(p, p.rank)[-1])
-    return b.chain(s, p.epilogue, p.dtype, to_int=True)
+    if p.view:
+        s = b.view_after(s, p.view)
+    return _tail(b, p, s, lambda v: b.chain(v, p.epilogue, p.dtype, to_int=True))
 
 
 def _shrink_to(dims: list[int], sizes, limit: int) -> list[int]:
@@ -625,7 +870,9 @@ def _gemm(b: GraphBuilder, p: Plan, quant: bool) -> Val:
     a = _gemm_input(b, in_dt, batch, m, k, p.inputs[0], _GEMM_A)
     w = _gemm_input(b, in_dt, batch, k, n, p.inputs[1], _GEMM_B)
     c = b.new(op, a, w, mag=math.sqrt(k) * (64 if op == "quant_dot" else 1))
-    return b.chain(b.scaled(c, p.scale), p.epilogue, p.dtype, to_int=True)
+    if p.view:
+        c = b.view_after(c, p.view)
+    return _tail(b, p, b.scaled(c, p.scale), lambda v: b.chain(v, p.epilogue, p.dtype, to_int=True))
 
 
 def _attention(b: GraphBuilder, p: Plan) -> Val:
@@ -654,7 +901,7 @@ def _attention(b: GraphBuilder, p: Plan) -> Val:
         pr = b.new("softmax", s, mag=1.0, axis=len(s.lens) - 1)
     v = _gemm_input(b, dt, batch, n, dv, p.inputs[0], ("plain", "transpose", "slice"))
     o = b.new("dot", pr, v, mag=pr.mag * math.sqrt(n) if form == 2 else 1.0)
-    return b.chain(o, p.epilogue, dt)
+    return _tail(b, p, o, lambda x: b.chain(x, p.epilogue, dt))
 
 
 def _causal_mask(b: GraphBuilder, s: Val, m: int, n: int) -> Val:
@@ -844,16 +1091,21 @@ def _conv(b: GraphBuilder, p: Plan, quant: bool, max_dim: int) -> Val:
         out = b.new("transpose", out, permutation=[0] + list(range(2, r)) + [1])
         channel_axis = r - 1
     residual_strides = list(b.m.get(out.name).shape.strides) if layout == 2 and on_x else None
-    return _conv_epilogue(b, out, p.epilogue, p.dtype, channel_axis, residual_strides)
+    if p.view and channel_axis == 1:
+        v = b.view_after(out, p.view, channel_axis=channel_axis)
+        if v.name != out.name:
+            out, residual_strides = v, None
+    return _tail(b, p, out, lambda v: _conv_epilogue(b, v, p.epilogue, p.dtype, channel_axis, residual_strides))
 
 
-#: a conv's epilogue draws these (rarer) ops as the ones MIGraphX fuses after a convolution, so that
-#: bias + relu, clip, sigmoid and residual adds come often; the ops before them in :data:`FLOAT_OPS` (add,
-#: mul, sub, max, min, relu) keep their meaning in every kind, and a shrink lowers a step's op toward them
-#: (``bias``: add a [channels] parameter broadcast along the channel axis; ``residual``: add a second input
-#: laid out as the output; ``min``: clip)
-CONV_OP_MAP = {"neg": "bias", "floor": "relu", "erf": "sigmoid", "recip": "bias", "sqrt": "relu", "rsqrt": "min",
-               "log": "residual", "pow": "bias", "ceil": "residual"}
+#: a conv's epilogue draws these (rarer) ops as the adds MIGraphX fuses after a convolution, so that bias and
+#: residual adds come often (``bias``: add a [channels] parameter broadcast along the channel axis;
+#: ``residual``: add a second input laid out as the output). Only adds: a step's op shrinks toward 0 (``add``)
+#: first, so a failure that needs the add finds it in any kind; a rare op standing for relu, sigmoid or clip
+#: would be a shrink trap (from its index, no single step down reaches relu's, and a simpler kind reads the
+#: index as the rare op itself). Relu, sigmoid and clip (``min``) keep their own indexes in every kind.
+CONV_OP_MAP = {"neg": "bias", "floor": "residual", "erf": "bias", "recip": "bias", "sqrt": "residual",
+               "rsqrt": "bias", "log": "residual", "pow": "bias", "ceil": "residual"}
 
 
 def _conv_epilogue(b: GraphBuilder, cur: Val, steps, float_dt: str, channel_axis: int, residual_strides) -> Val:
@@ -910,34 +1162,101 @@ def build_module(p: Plan, *, ops=FLOAT_OPS, cmp_ops=("greater", "less", "equal")
         out = _attention(b, p)
     if out.dtype == "bool":  # never a bool output
         out = b.new("convert", out, dt=p.dtype, target_type=ir.dtype(p.dtype).type_id)
-    return b.finish(out)
+    more = []
+    if p.multi and p.kind in _FORM_KINDS["multi_output"]:
+        second = b.second_output(out, p.multi, p.dtype)
+        if second is not None:
+            more.append(second)
+    return b.finish(out, *more)
 
 
 def _norm_kinds(kinds) -> list[str]:
     if isinstance(kinds, str):
         kinds = (kinds,)
+    try:
+        kinds = tuple(kinds)
+    except TypeError:
+        raise InvalidArgument(f"kinds={kinds!r} must be a kind or a collection of kinds of: "
+                              f"{', '.join(ALL_KINDS)}") from None
     bad = [k for k in kinds if k not in _KIND_ORDER]
     if bad or not kinds:
-        raise ValueError(f"unknown graph kinds {bad or kinds}; known: {', '.join(ALL_KINDS)}")
+        raise InvalidArgument(f"kinds={kinds!r}: unknown graph kinds {bad or list(kinds)}; accepted: "
+                              f"{', '.join(ALL_KINDS)} (at least one)")
     return sorted(set(kinds), key=_KIND_ORDER.__getitem__)
 
 
 def _norm_ops(ops) -> tuple[str, ...]:
     if ops is None:
         return FLOAT_OPS
-    ops = tuple(ops)
     known = set(FLOAT_OPS) | {"greater", "less", "equal"}
+    if isinstance(ops, str):
+        ops = (ops,)
+    try:
+        ops = tuple(ops)
+    except TypeError:
+        raise InvalidArgument(f"ops={ops!r} must be None or a collection of pointwise ops of: "
+                              f"{', '.join(sorted(known))}") from None
     bad = [o for o in ops if o not in known]
     if bad:
-        raise ValueError(f"unknown pointwise ops {bad}; known: {', '.join(sorted(known))}")
+        raise InvalidArgument(f"ops={ops!r}: unknown pointwise ops {bad}; accepted: {', '.join(sorted(known))}")
     # keep the shrink order of FLOAT_OPS whatever order was given
     return tuple(o for o in FLOAT_OPS if o in ops) + tuple(o for o in ("greater", "less", "equal") if o in ops)
+
+
+def _norm_forms(forms) -> tuple[str, ...]:
+    if forms is None:
+        return FORMS
+    if isinstance(forms, str):
+        forms = (forms,)
+    try:
+        forms = tuple(forms)
+    except TypeError:
+        raise InvalidArgument(f"forms={forms!r} must be None or a collection of forms of: {', '.join(FORMS)}") \
+            from None
+    bad = [f for f in forms if f not in FORMS]
+    if bad:
+        raise InvalidArgument(f"forms={forms!r}: unknown forms {bad}; accepted: {', '.join(FORMS)} (or () for none)")
+    return tuple(f for f in FORMS if f in forms)
+
+
+def _check_int(name: str, value, lo: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise InvalidArgument(f"{name}={value!r} must be an integer >= {lo}")
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name}={value!r} must be True or False")
+
+
+def _check_dtypes(dtypes) -> None:
+    if isinstance(dtypes, str):
+        dtypes = (dtypes,)
+    try:
+        dtypes = tuple(dtypes)
+    except TypeError:
+        dtypes = None
+    known = ("f32", "f16", "bf16", "f64")
+    bad = dtypes is None or not dtypes or [d for d in dtypes if not isinstance(d, str) or d not in ir.dtypes.BY_NAME]
+    if bad:
+        raise InvalidArgument(f"dtypes={dtypes!r}: accepted: a non-empty collection of dtype names such as "
+                              f"{', '.join(known)} (the float ones are drawn; none float: f32)")
+
+
+def _check_weights(kind_weights) -> None:
+    if kind_weights is None:
+        return
+    if not isinstance(kind_weights, dict) or any(k not in _KIND_ORDER for k in kind_weights) or any(
+            isinstance(w, bool) or not isinstance(w, (int, float)) or not w >= 0 for w in kind_weights.values()):
+        raise InvalidArgument(f"kind_weights={kind_weights!r} must be None or a dict {{kind: weight >= 0}} with kinds "
+                              f"of: {', '.join(ALL_KINDS)}")
 
 
 def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "attention"), dtypes=("f32", "f16"),
                  max_rank: int = 4, max_dim: int = 64, max_elements: int = 1 << 14, ops=None,
                  max_epilogue: int = 3, quant: bool = True, views: bool = True, kind_weights=None,
-                 values: str = "unit", long_reductions: bool = False, _plans_only: bool = False) -> st.SearchStrategy:
+                 values: str = "unit", long_reductions: bool = False, forms=None,
+                 _plans_only: bool = False) -> st.SearchStrategy:
     """Valid fused :class:`ir.Module` s of the kinds MIGraphX fuses (see this module's docstring).
 
     - ``gemm``: ``dot`` (float) or ``quant_dot`` (i8 -> i32, when ``quant``) whose inputs may come
@@ -948,7 +1267,7 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
     - ``reduce``: pointwise prologue, one ``reduce_*`` over some axes, pointwise epilogue;
     - ``softmax``: pointwise prologue, ``softmax``, pointwise epilogue;
     - ``attention``: dot(Q, K^T) [* 1/sqrt(d) literal] -> prologue (scale, mask, bias...) -> softmax
-      -> dot(., V) -> epilogue (the code generator refuses it: ``NotSupported``);
+      -> dot(., V) -> epilogue (one kernel with an online softmax: README, "Two gemms");
     - ``conv``: ``convolution`` (float) or ``quant_convolution`` (i8 -> i32, when ``quant``) in 1-D, 2-D
       (mostly) or 3-D, grouped / depthwise, strided, dilated, padded, NCHW or NHWC, then up to
       ``max_epilogue`` epilogue steps as for ``gemm`` (a bias, a residual input and clip among them: module
@@ -959,16 +1278,37 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
     parameters only; ``kind_weights`` ({kind: weight}) makes some kinds more frequent (the draw still
     shrinks toward the simplest kind). Dims are in 1..``max_dim``; every tensor has at most
     ``max_elements`` elements (a sliced parameter up to 4 more in one dim).
+
+    ``forms`` (default: all of :data:`FORMS`; ``()``: none) adds, each to about a quarter of the modules of the
+    kinds it applies to, and each shrinking away when a failure does not need it: ``view`` (a transpose,
+    squeeze / unsqueeze, reshape or split-heads reshape + transpose right after a dot, convolution, reduction or
+    softmax), ``bool`` (a comparison's bool, or a float -> bool convert's, converted and used in the chain),
+    ``multi_output`` (pointwise, gemm and conv modules returning a second value: the anchor's result, an
+    intermediate of the chain or a second branch), ``literal`` (a binary op with a literal of a drawn value or a
+    small full literal tensor), ``reductions`` (a second reduction sharing the first's kernel; a reduction of
+    another's result is not drawn: the code generator refuses it), ``softmax_overflow`` (``wide`` / ``extreme``
+    values: a softmax input scaled to |x| >= 88), ``f16_convert`` (f32 -> f16 converts; f16 / bf16 chains computed
+    in f32).
+
+    Everything drawn lowers (``codegen.problem_of`` and the default solution; attention included) and is checked
+    by the oracle's bounds (``ir.error_bounds``). Bad arguments raise ``hypothesis.errors.InvalidArgument`` when
+    this is called.
     """
     kinds = _norm_kinds(kinds)
     if values not in VALUES:
-        raise ValueError(f"unknown value profile {values!r}; known: {', '.join(VALUES)}")
-    float_dts = _float_dtypes(dtypes)
+        raise InvalidArgument(f"values={values!r}: unknown value profile; accepted: {', '.join(VALUES)}")
+    _check_dtypes(dtypes)
+    float_dts = _float_dtypes((dtypes,) if isinstance(dtypes, str) else dtypes)
     ops_t = _norm_ops(ops)
-    if max_rank < 1 or max_dim < 1:
-        raise ValueError("max_rank and max_dim must be >= 1")
+    forms_t = _norm_forms(forms)
+    for name, value, lo in (("max_rank", max_rank, 1), ("max_dim", max_dim, 1), ("max_elements", max_elements, 1),
+                            ("max_epilogue", max_epilogue, 0)):
+        _check_int(name, value, lo)
+    for name, value in (("quant", quant), ("views", views), ("long_reductions", long_reductions)):
+        _check_bool(name, value)
+    _check_weights(kind_weights)
     if ({"gemm", "attention", "conv"} & set(kinds)) and max_rank < 2:
-        raise ValueError("gemm/conv/attention need max_rank >= 2")
+        raise InvalidArgument(f"max_rank={max_rank!r}: the kinds gemm, conv and attention need max_rank >= 2")
 
     chain_ops = tuple(o for o in ops_t if o not in ("greater", "less", "equal")) or ("add",)
     steps = _steps(len(chain_ops), max_epilogue)
@@ -989,13 +1329,26 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
         core = draw(st.integers(0, 7))
         axes = tuple(draw(st.booleans()) for _ in range(max_rank))
         pro, epi = tuple(draw(steps)), tuple(draw(steps))
-        # drawn last, for a conv only: the layout above keeps its meaning whatever the kind, and the other
-        # kinds draw exactly what they drew before convolutions existed
-        conv = draw(convs) if kind == "conv" else ()
-        # then, only where asked for (so that without them the draws are what they were): a long reduction, a scale
-        long = draw(st.integers(0, 2)) if long_reductions and kind in ("gemm", "reduce", "softmax") else 0
+        # then, only where asked for: a long reduction (drawn whatever the kind, kept for gemm / reduce / softmax,
+        # so that a shrink to another kind leaves the draws after it where they were), a scale
+        long = draw(st.integers(0, 2)) if long_reductions else 0
+        long = long if kind in ("gemm", "reduce", "softmax") else 0
         scale = draw(st.integers(0, len(_SCALES[values]) - 1)) if _SCALES[values] else 0
-        return Plan(kind, dt, rank, dims, inputs, core, axes, pro, epi, conv, long, scale)
+        # then the forms: 0 (off) for three quarters of the draws. Drawn whatever the kind (and kept only for the
+        # kinds a form applies to): a shrink to a simpler kind then finds the draws it needs where they were
+        f = {}
+        for name in forms_t:
+            if name != "softmax_overflow" or values != "unit":
+                n = _FORM_N[name]
+                v = max(0, draw(st.integers(0, 4 * n)) - 3 * n)
+                f[name] = v if kind in _FORM_KINDS[name] else 0
+        # drawn last, for a conv only: everything above keeps its meaning whatever the kind, so a shrink from a
+        # convolution to a simpler kind drops only these trailing draws
+        conv = draw(convs) if kind == "conv" else ()
+        return Plan(kind, dt, rank, dims, inputs, core, axes, pro, epi, conv, long, scale,
+                    view=f.get("view", 0), boolean=f.get("bool", 0), multi=f.get("multi_output", 0),
+                    literal=f.get("literal", 0), reduce2=f.get("reductions", 0), big=f.get("softmax_overflow", 0),
+                    half=f.get("f16_convert", 0))
 
     convs = conv_draws()
     kw = dict(ops=chain_ops, cmp_ops=tuple(o for o in ops_t if o in ("greater", "less", "equal")), max_rank=max_rank,
@@ -1023,4 +1376,4 @@ def graph_kind(module: ir.Module) -> str:
 
 
 __all__ = ["fused_graphs", "graph_kind", "build_module", "conv_shape", "conv_draws", "Plan", "Step", "GraphBuilder",
-           "ConvShape", "ALL_KINDS", "FLOAT_OPS", "INT_OPS", "VIEW_RECIPES", "CONV_FIELDS", "CONV_OP_MAP"]
+           "ConvShape", "ALL_KINDS", "FLOAT_OPS", "INT_OPS", "VIEW_RECIPES", "CONV_FIELDS", "CONV_OP_MAP", "FORMS"]

@@ -22,9 +22,26 @@ Edge cases (each kept only when applicable on the limits):
 from __future__ import annotations
 
 from hypothesis import reject, strategies as st
+from hypothesis.errors import InvalidArgument
 
 from .. import codegen
 from .graphs import ALL_KINDS, fused_graphs
+
+
+def _check_problem(problem) -> None:
+    if not isinstance(problem, codegen.Problem):
+        raise InvalidArgument(f"problem={problem!r} must be a codegen.Problem (codegen.problem_of(module))")
+
+
+def _check_limits(limits) -> None:
+    if limits is not None and not hasattr(limits, "max_work_group_size"):
+        raise InvalidArgument(f"limits={limits!r} must be None (the code generator's defaults), a device or a "
+                              "codegen.DeviceLimits")
+
+
+def _check_flag(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name}={value!r} must be True or False")
 
 
 def _pow2_at_least(x: int) -> int:
@@ -90,6 +107,8 @@ def _attention_edges(p, limits) -> list[str]:
 
 def edge_solutions(problem, limits=None) -> list:
     """The edge-case solutions of ``problem`` that are applicable on ``limits`` (no duplicates)."""
+    _check_problem(problem)
+    _check_limits(limits)
     texts = {"gemm": _gemm_edges, "pointwise": _pointwise_edges,
              "attention": _attention_edges}.get(problem.kind, _reduce_edges)(problem, limits)
     out, seen = [], set()
@@ -117,6 +136,9 @@ _CACHE: dict = {}
 
 def solution_list(problem, limits=None, edge_cases: bool = True) -> list:
     """Default solution first, then edge cases, then the rest of the applicable space (cached)."""
+    _check_problem(problem)
+    _check_limits(limits)
+    _check_flag("edge_cases", edge_cases)
     key = (problem, _limits_key(limits), edge_cases)
     hit = _CACHE.get(key)
     if hit is None:
@@ -148,7 +170,8 @@ def _solution_list(problem, limits, edge_cases) -> list:
 
 def solutions(problem, limits=None, edge_cases: bool = True) -> st.SearchStrategy:
     """Applicable solutions of ``problem`` (a ``codegen.Problem``) on ``limits`` (a device or
-    ``codegen.DeviceLimits``; None: the code generator's defaults). Shrinks toward the default."""
+    ``codegen.DeviceLimits``; None: the code generator's defaults). Shrinks toward the default.
+    Bad arguments raise ``hypothesis.errors.InvalidArgument`` when this is called."""
     sols = solution_list(problem, limits, edge_cases)
     if not sols:
         return st.nothing()
@@ -196,7 +219,15 @@ def fused_cases(kinds=SUPPORTED_KINDS, dtypes=("f32", "f16"), max_rank: int = 4,
 
     With ``odd_solutions`` half the cases carry one more solution as a perf-config *string*
     (:func:`odd_perf_config`: beyond the space, any printed form); it shrinks away first (to no odd one).
+
+    Bad arguments (these and :func:`fused_graphs`'s, ``graph_kw`` included) raise
+    ``hypothesis.errors.InvalidArgument`` when this is called.
     """
+    _check_limits(limits)
+    _check_flag("edge_cases", edge_cases)
+    _check_flag("odd_solutions", odd_solutions)
+    if isinstance(max_solutions, bool) or not isinstance(max_solutions, int) or max_solutions < 1:
+        raise InvalidArgument(f"max_solutions={max_solutions!r} must be an integer >= 1")
     graphs = fused_graphs(kinds=kinds, dtypes=dtypes, max_rank=max_rank, max_dim=max_dim,
                           max_elements=max_elements, ops=ops, max_epilogue=max_epilogue, **graph_kw)
 

@@ -123,6 +123,14 @@ def test_convert_float_to_int_truncates_and_saturates():
     np.testing.assert_array_equal(run1("convert", x16, target_type=1), x16.astype(np.float16))
 
 
+def test_convert_float_to_bool_is_nonzero_without_truncating():
+    """MIGraphX converts to bool as static_cast<bool>: any nonzero value (0.5, -0.25, a subnormal) is true."""
+    x = np.array([0.5, -0.25, 0.0, -0.0, 2.0, 1e-40], np.float32)
+    got = run1("convert", x, target_type=0)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, np.array([True, True, False, False, True, True]))
+
+
 def test_convert_to_bf16_rounds_to_nearest_even():
     x = nonzero(rng(2), (8,))
     got = run1("convert", x, target_type=15)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from pytest_mlirtrace import codegen, ir, mlir
 from pytest_mlirtrace.strategies import ALL_KINDS, fused_graphs, graph_kind
@@ -25,7 +26,9 @@ def test_generated_modules_verify_and_stay_in_bounds(m):
         if ins.shape is not None:
             assert ins.shape.rank <= 4 + 1
     for p in m.params():
-        assert all(1 <= n <= 64 + 4 for n in p.shape.lens)      # slices add up to 4 to a dim
+        assert all(n >= 1 for n in p.shape.lens), str(m)
+        if "reshape" not in m.ops():     # a reshape after the anchor merges dims: its inputs' dims are products
+            assert all(n <= 64 + 4 for n in p.shape.lens), str(m)      # slices add up to 4 to a dim
     # every instruction is used (nothing dead): the codegen and the oracle see the same program
     used = {i for ins in m.instructions for i in ins.inputs}
     for ins in m.instructions[:-1]:
@@ -65,13 +68,14 @@ def test_ops_restricts_the_pointwise_ops(m):
 
 
 def test_bad_arguments_are_refused():
-    with pytest.raises(ValueError):
+    """Hypothesis' convention: InvalidArgument (not ValueError), raised at call time, naming the argument."""
+    with pytest.raises(InvalidArgument, match="kinds=.*accepted: pointwise"):
         fused_graphs(kinds=("convolution",))
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument, match="max_rank=1"):
         fused_graphs(kinds=("conv",), max_rank=1)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument, match="ops=.*accepted:"):
         fused_graphs(ops=("frobnicate",))
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidArgument, match="max_rank=1"):
         fused_graphs(kinds=("gemm",), max_rank=1)
 
 
@@ -149,8 +153,14 @@ def test_more_ops_shrink_to_themselves(op):
 
 @pytest.mark.parametrize("view", ["broadcast", "slice"])
 def test_a_view_shrinks_to_the_view_and_one_op(view):
+    """The view and one op -- or, for a broadcast, a convolution's bias (the broadcast [channels] parameter and its
+    add: the form a broadcast takes in a conv's epilogue, where the conv's rarer epilogue ops are drawn as bias adds;
+    from there no single shrink step reaches a pointwise kind that still has the broadcast)."""
     m = minimal_with(view)
-    assert view in m.ops() and len(compute_ops(m)) == 1, str(m)
+    ops = compute_ops(m)
+    assert view in m.ops(), str(m)
+    assert len(ops) == 1 or (view == "broadcast" and ops == ["convolution", "add"]), str(m)
+    assert all(n <= 2 for p in m.params() for n in p.shape.lens), str(m)
 
 
 def test_failing_on_a_dim_shrinks_the_dims():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import InvalidArgument
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.strategies import fused_cases, fused_graphs
@@ -78,7 +79,7 @@ def test_long_reductions_are_long_with_small_other_dims():
 
 
 def test_unknown_value_profile_is_refused():
-    with pytest.raises(ValueError, match="value profile"):
+    with pytest.raises(InvalidArgument, match="value profile"):
         fused_graphs(values="huge")
     assert VALUES == ("unit", "wide", "extreme")
 

@@ -28,6 +28,7 @@ COMMANDS = {
     "tuning-db": "tuning_db_cmd",
     "reduce": "reduce_cmd",
     "repro": "repro_cmd",
+    "report": "report_cmd",
 }
 
 ENV_DEBUG = "MLIRTRACE_DEBUG"
@@ -45,6 +46,7 @@ examples:
   python reproducers/<signature>.py                                  replay one failure (exit 0: fixed)
   mlirtrace reduce reproducers/<signature>.py                        make a failure small
   mlirtrace repro run reproducers                                    rerun them all: fixed / reproduces
+  mlirtrace report reproducers -o report.html                        one HTML page: findings, tuning charts
 
 exit status: 0 ok / fixed, 1 a failure found or reproduced, 2 bad usage or input, 3 not supported,
 4 no usable device, 5 a test's own assertion (the kernel is right), 6 fails differently, 130 interrupted.

@@ -9,6 +9,7 @@ import json
 import linecache
 import os
 import sys
+from typing import NamedTuple
 
 import pytest
 
@@ -19,6 +20,7 @@ from ..config import SettingError, inject_now
 from ..runtime import DeviceError
 from ..trace import TraceConfig, TraceLog
 from ..engine import RunOptions
+from .hypothesis_examples import current_example, example_notes, is_hypothesis_test
 from .keys import (PROP_CALL, PROP_KEY, PROP_MLIR, PROP_MODULE, PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE,
                    PROP_TICKET, SECTION)
 
@@ -54,6 +56,9 @@ class Mlirtrace:
         # inside a Hypothesis test: the example now running, and the failures of that example only
         self._example = None
         self._current: list[FailureRecord] = []
+
+    def __repr__(self) -> str:          # as Hypothesis prints a falsifying example's arguments
+        return "<mlirtrace>"
 
     # ---- plumbing ----------------------------------------------------------
     @property
@@ -109,7 +114,7 @@ class Mlirtrace:
         except SettingError as e:
             pytest.fail(f"mlirtrace: {e}", pytrace=False)
         p = self.session.pipeline
-        example = _hypothesis_example()
+        example = current_example()
         if example is not self._example:          # a new example: earlier examples' failures are not its own
             self._example, self._current = example, []
         if timeout_s is None:
@@ -255,32 +260,47 @@ class Mlirtrace:
         return c
 
     # ---- the failing test's report ------------------------------------------
-    def _records_for(self, call) -> list[FailureRecord]:
-        """The records of the failure that ended the test: those of the fixture call(s) that raised it (each
-        of a group: Hypothesis reports several distinct failures as one), else the unchecked failures of
-        the last example (a Hypothesis test: the final, shrunk one; else the whole test), else an
-        assertion of the test's own."""
-        hits = []
+    def _hits(self, call) -> list[tuple[BaseException, list[FailureRecord]]]:
+        """What this recorder's fixture calls raised, of the exception(s) that ended the test (each of a
+        group: Hypothesis reports several distinct failures as one)."""
+        out = []
         for exc in _flatten(call.excinfo.value):
             hit = self._raised.get(id(exc))
             if hit is not None and hit[0] is exc:
-                hits += hit[1]
+                out.append(hit)
+        return out
+
+    def raised(self, call) -> bool:
+        """Whether a fixture call of this recorder raised (part of) the failure that ended the test."""
+        return bool(self._hits(call))
+
+    def _records_for(self, call) -> tuple[list[FailureRecord], list[str]]:
+        """The records of the failure that ended the test, and what Hypothesis noted about its example
+        ([] outside Hypothesis): those of the fixture call(s) that raised it, else the unchecked failures
+        of the last example (a Hypothesis test: the final, shrunk one; else the whole test), else an
+        assertion of the test's own."""
+        hits = self._hits(call)
+        given = is_hypothesis_test(self.node)
         if hits:
-            return hits
+            return [r for h in hits for r in h[1]], example_notes(*(h[0] for h in hits)) if given else []
+        notes = example_notes(*_flatten(call.excinfo.value)) if given else []
         pending = [r for r in self._current if not self._was_written(r)]
         if pending:
-            return pending
+            return pending, notes
         error = call.excinfo.exconly(tryshort=False) or call.excinfo.typename
         return [FailureRecord("assertion", self.last_span, "test", error, seed=self._last_seed,
-                              origin=self.node.nodeid, **self._rec_kw())]
+                              origin=self.node.nodeid, **self._rec_kw())], notes
 
     def _was_written(self, rec: FailureRecord) -> bool:
         return any(rec is w for w in self._written)
 
-    def report_failure(self, rep, call) -> None:
-        recs = [r for r in self._records_for(call) if not self._was_written(r)]
+    def report_failure(self, rep, call) -> list["Reported"]:
+        """Write the reproducers of the failure that ended the test and add the report's sections and
+        junit properties; what was reported (for the pytest-html extras), [] when nothing new."""
+        recs, notes = self._records_for(call)
+        recs = [r for r in recs if not self._was_written(r)]
         if not recs:
-            return
+            return []
         written, errors = [], []
         if self._state.repro:
             self._check_planted(recs)
@@ -295,6 +315,8 @@ class Mlirtrace:
         add((SECTION + "migraphx module", s.module_text))
         add((SECTION + "MLIR", s.mlir_text))
         add((SECTION + "problem key and solution", _key_section(first, recs)))
+        if notes:
+            add((SECTION + "Hypothesis example", "\n".join(notes)))
         if s.kernel_source:
             add((SECTION + "kernel source", s.kernel_source))
         if self._tuned and self.log.bench_table():
@@ -311,6 +333,7 @@ class Mlirtrace:
         rep.user_properties.extend(props)
         self.node.user_properties.extend(props)
         self._announce(recs, written, rep)
+        return [Reported(recs, written, errors, list(self.log.events) if self._tuned else [], notes)]
 
     def _announce(self, recs: list[FailureRecord], written, rep) -> None:
         """``pytest_mlirtrace_failure`` once per distinct failure (signature); a failing implementation
@@ -335,16 +358,13 @@ class Mlirtrace:
         confirm_planted(recs, lambda rec: rerun_without_faults(self.session, rec))
 
 
-def _hypothesis_example():
-    """The Hypothesis example running now (its build context), or None outside one. Hypothesis is only
-    looked at when the test process has imported it."""
-    control = sys.modules.get("hypothesis.control")
-    if control is None:
-        return None
-    try:
-        return control.current_build_context()
-    except Exception:   # noqa: BLE001 - InvalidArgument: no example is running
-        return None
+class Reported(NamedTuple):
+    """One failing test's reported failure, as the pytest-html extras show it."""
+    records: list            # the FailureRecords (the first one's span is shown; one signature or more)
+    written: list            # the WrittenRepros ([] when reproducers are off)
+    errors: list             # what could not be written
+    events: list             # the recorder's events when the test tuned (the tuning chart), else []
+    notes: list              # what Hypothesis reported in the failing example ([] outside Hypothesis)
 
 
 def _flatten(exc):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 STATE_KEY = pytest.StashKey["MlirtraceState"]()
-FACADE_KEY = pytest.StashKey["Mlirtrace"]()
+FACADE_KEY = pytest.StashKey["Mlirtrace"]()            # or the ExampleFacades of mlirtrace_session.for_example()
 PROP_REPRO = "mlirtrace_repro"          # JSON of the WrittenRepro (what the terminal summary reads)
 PROP_SIGNATURE = "mlirtrace_signature"
 PROP_SCRIPT = "mlirtrace_reproducer"
@@ -14,3 +14,4 @@ PROP_MODULE = "mlirtrace_module"        # the migraphx module, whole
 PROP_KEY = "mlirtrace_problem"          # problem key and solution
 PROP_CALL = "mlirtrace_call"            # the test's line that made the failing call
 SECTION = "mlirtrace: "
+HTML_CLASS = "mlirtrace"                # the pytest-html extras' outer <div class=...>

@@ -27,6 +27,14 @@ failures are written instead. Expected failures (xfail) write nothing.
 ``@pytest.mark.mlirtrace(device=, timeout=, max_ms=, solution=, trace=)`` sets the defaults of one
 test's fixture calls (see ``MARKER_HELP``); ``pytest_mlirtrace_failure`` (``hooks.py``) lets other
 plugins act on each distinct failure written.
+
+``@given`` tests: the ``mlirtrace_session`` fixture (session-scoped, so Hypothesis's
+``function_scoped_fixture`` health check stays on) gives a fresh recorder per example with
+``with mlirtrace_session.for_example() as mlirtrace: ...`` (``per_example.py``); what Hypothesis
+reported for the failing example (``Falsifying example``, ``note()`` texts, which Hypothesis attaches to
+the exception) goes in the report (``hypothesis_examples.py``). With pytest-html on, a failing test's
+HTML report gets the sections as collapsible blocks and the tuning chart as inline SVG
+(``html_extras.py``, ``tuning_chart.py``).
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ import pytest
 
 from ..config import SettingError, resolve
 from .keys import FACADE_KEY, PROP_REPRO, SECTION, STATE_KEY
+from .trace_env import check_trace_env
 
 
 
@@ -129,6 +138,7 @@ class MlirtraceState:
                                        "tuning_db": "--mlir-tuning-db", "reduce_s": "--mlir-reduce"},
                          env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
                          ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
+            check_trace_env(os.environ)
         except SettingError as e:
             raise pytest.UsageError(str(e)) from None
         self.settings = st
@@ -144,6 +154,7 @@ class MlirtraceState:
         self._session_error: Exception | None = None
         self._writer = None
         self.reported: dict[tuple[str, str], dict] = {}    # (nodeid, signature) -> WrittenRepro dict + origin
+        self.current_item = None     # the test running now (mlirtrace_session.for_example() binds to it)
 
     def _path(self, name: str) -> Path | None:
         """A path setting: relative to where pytest was started (option), to the ini file (ini key), as it
@@ -295,6 +306,30 @@ def mlirtrace(request):
     facade.close()
 
 
+@pytest.fixture(scope="session")
+def mlirtrace_session(request):
+    """For ``@given`` tests (Hypothesis's health checks left on): ``with mlirtrace_session.for_example() as
+    mlirtrace:`` gives a fresh recorder, the ``mlirtrace`` fixture's object, for each example; failures
+    are reported with the test running (Hypothesis's final, shrunk example writes the reproducer)."""
+    from .per_example import MlirtraceSession
+
+    return MlirtraceSession(request.config.stash[STATE_KEY])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The test running now, for ``mlirtrace_session.for_example()`` (a session-scoped fixture has no item)."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None:
+        yield
+        return
+    state.current_item = item
+    try:
+        yield
+    finally:
+        state.current_item = None
+
+
 # ------------------------------------------------------------------------------- reports ---
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
@@ -308,10 +343,19 @@ def pytest_runtest_makereport(item, call):
     if not rep.failed or rep.when == "teardown":      # an error tearing a fixture down is not the compiler's
         return
     try:
-        facade.report_failure(rep, call)
+        reported = facade.report_failure(rep, call)
     except Exception as e:   # noqa: BLE001 - never lose the test's own report
         rep.sections.append((SECTION + "reproducer", f"mlirtrace could not write the reproducer: "
                                                      f"{type(e).__name__}: {e}"))
+        return
+    if reported and item.config.pluginmanager.hasplugin("html"):
+        try:
+            from .html_extras import attach
+
+            attach(rep, reported, item.config.stash[STATE_KEY].repro)
+        except Exception as e:   # noqa: BLE001 - the HTML view is never worth the report
+            rep.sections.append((SECTION + "html", f"mlirtrace could not add the pytest-html extras: "
+                                                   f"{type(e).__name__}: {e}"))
 
 
 class _Reporter:

@@ -67,7 +67,7 @@ def replay(d, timeout_s: float = 300.0, with_faults: bool = True, device: str | 
         env = {k: v for k, v in os.environ.items() if k != "MLIRTRACE_INJECT"}
         if with_faults and e.get("inject"):
             env["MLIRTRACE_INJECT"] = e["inject"]
-        cmd = [sys.executable, str(script), "--quiet"] + (["--device", device] if device else [])
+        cmd = [sys.executable, str(script.resolve()), "--quiet"]     # absolute: it runs with cwd=d + (["--device", device] if device else [])
         code, text = run_group_output(cmd, env=env, timeout=timeout_s, cwd=str(d))
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if code is None:
@@ -94,11 +94,14 @@ def replays(d) -> dict[str, Replay]:
 
 def overall_exit(rs: list[Replay]) -> int:
     """For CI: 1 when a reproducer still fails the recorded way or timed out, else 6 when one fails
-    differently, else 0 (fixed, or only what cannot be judged here: a test's assertion, another device)."""
+    differently, else 2 when one could not run as written (bad usage: a broken script or data), else 0 (fixed,
+    or only what cannot be judged here: a test's assertion, another device, a script deleted from the index)."""
     if any(r.verdict in ("reproduces", "timed out") for r in rs):
         return ExitCode.FAILURE
     if any(r.verdict == "differs" for r in rs):
         return ExitCode.DIFFERENT
+    if any(r.verdict == "bad usage" for r in rs):
+        return ExitCode.USAGE
     return ExitCode.OK
 
 

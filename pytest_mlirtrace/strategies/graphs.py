@@ -766,7 +766,6 @@ def _reduce(b: GraphBuilder, p: Plan) -> Val:
     mag = x.mag * (n if op == "reduce_sum" else 1)
     pos = x.pos * (n if op == "reduce_sum" else 1)
     r = b.new(op, x, mag=mag, pos=pos, axes=axes)
-    lens = r.lens
     viewed = bool(p.view)
     if p.reduce2 and {"abs", "neg"} & set(b.ops):
         b.operands.append(_second_reduction(b, p.reduce2, x, r, axes, n, p.view))

@@ -78,3 +78,23 @@ def test_bad_directory_and_never_replayed(tmp_path):
     assert p.returncode == 2 and "never replayed" in p.stderr
     p = cli("repro", "run", tmp_path, "--timeout", "0")
     assert p.returncode == 2 and "expected a positive number of seconds" in p.stderr
+
+
+def test_a_relative_directory_runs_its_reproducers_and_a_broken_one_is_not_a_pass(tmp_path):
+    """``repro run DIR`` with DIR relative to the caller's directory (each reproducer runs with DIR as its cwd:
+    the script's path must not be taken relative twice); a reproducer that cannot run as called gives exit 2,
+    never 0."""
+    d = tmp_path / "rd"
+    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    res = pipe.run(dot(3, 9, 2), seed=3)
+    assert res.status == "wrong", res.detail
+    w = repro.ReproWriter(d).write(repro.FailureRecord.from_run(res, origin="test", timeout_s=30,
+                                                                inject="k_tail_off_by_one", device_info=pipe.device))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "run", *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    p = run("rd", "--timeout", "200")
+    assert p.returncode == 1 and f"{w.signature}" in p.stdout and "reproduces" in p.stdout, p.stdout + p.stderr
+    # a reproducer that refuses to run as called (exit 2, as python itself does for a path it cannot open)
+    w.script_path.write_text("raise SystemExit(2)\n")
+    p = run("rd", "--timeout", "200")
+    assert p.returncode == 2 and "bad usage" in p.stdout, p.stdout + p.stderr

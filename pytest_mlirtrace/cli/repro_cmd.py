@@ -19,9 +19,10 @@ def add_parser(sub, name):
                                    "replay. run: rerun every reproducer alone (a fresh process each, its faults "
                                    "as recorded), a table of fixed / reproduces / differs, kept in "
                                    "DIR/REPLAY.json; exit 1 when one still fails the recorded way or timed out, "
-                                   "6 when one fails differently, else 0. status: the last run's table and exit "
-                                   "status, without running. prune: remove the reproducers the last run found "
-                                   "fixed (and index entries whose script is gone).")
+                                   "6 when one fails differently, 2 when one could not run as called, else 0. "
+                                   "status: the last run's table and exit status, without running. prune: remove "
+                                   "the reproducers the last run found fixed (and index entries whose script is "
+                                   "gone).")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("dir", nargs="?", default="reproducers", metavar="DIR",
                    help="the reproducer directory (default: reproducers)")

@@ -119,8 +119,8 @@ _DT_MAX = {"f16": 65504.0, "bf16": 3.38e38, "f32": 3.4028234e38, "f64": 1.7e308}
 _DT_SUB = {"f16": 2.0 ** -20, "bf16": 2.0 ** -130, "f32": 2.0 ** -140, "f64": 2.0 ** -1060}
 
 # The graph forms beyond the op chains (issue 20; ``fused_graphs(forms=...)``, default all). Each is one Plan
-# field, drawn after every older draw (old database examples keep their meaning) and only for the kinds it
-# applies to; 0 is "off" (three quarters of the draws), 1..n its variants, so a failure that does not need it
+# field, drawn whatever the kind and kept only for the kinds it applies to; 0 is "off" (three quarters of the
+# draws; half for ``softmax_overflow``), 1..n its variants, so a failure that does not need it
 # shrinks it away. What each draws: :func:`_tail` and the GraphBuilder methods it calls.
 FORMS = ("view", "bool", "multi_output", "literal", "reductions", "softmax_overflow", "f16_convert")
 _FORM_KINDS = {"view": ("gemm", "conv", "reduce", "softmax"), "bool": ALL_KINDS,
@@ -1279,7 +1279,7 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
     ``max_elements`` elements (a sliced parameter up to 4 more in one dim).
 
     ``forms`` (default: all of :data:`FORMS`; ``()``: none) adds, each to about a quarter of the modules of the
-    kinds it applies to, and each shrinking away when a failure does not need it: ``view`` (a transpose,
+    kinds it applies to (``softmax_overflow``: half of the softmaxes), and each shrinking away when a failure does not need it: ``view`` (a transpose,
     squeeze / unsqueeze, reshape or split-heads reshape + transpose right after a dot, convolution, reduction or
     softmax), ``bool`` (a comparison's bool, or a float -> bool convert's, converted and used in the chain),
     ``multi_output`` (pointwise, gemm and conv modules returning a second value: the anchor's result, an
@@ -1333,13 +1333,14 @@ def fused_graphs(kinds=("gemm", "conv", "pointwise", "reduce", "softmax", "atten
         long = draw(st.integers(0, 2)) if long_reductions else 0
         long = long if kind in ("gemm", "reduce", "softmax") else 0
         scale = draw(st.integers(0, len(_SCALES[values]) - 1)) if _SCALES[values] else 0
-        # then the forms: 0 (off) for three quarters of the draws. Drawn whatever the kind (and kept only for the
-        # kinds a form applies to): a shrink to a simpler kind then finds the draws it needs where they were
+        # then the forms: 0 (off) for three quarters of the draws (half, for the softmax's overflow: the softmax
+        # kind is a small share of the draws, and what it finds is found nowhere else). Drawn whatever the kind
+        # (kept only for the kinds a form applies to): a shrink to a simpler kind finds the draws after it in place
         f = {}
         for name in forms_t:
             if name != "softmax_overflow" or values != "unit":
-                n = _FORM_N[name]
-                v = max(0, draw(st.integers(0, 4 * n)) - 3 * n)
+                n, off = _FORM_N[name], (_FORM_N[name] if name == "softmax_overflow" else 3 * _FORM_N[name])
+                v = max(0, draw(st.integers(0, n + off)) - off)
                 f[name] = v if kind in _FORM_KINDS[name] else 0
         # drawn last, for a conv only: everything above keeps its meaning whatever the kind, so a shrink from a
         # convolution to a simpler kind drops only these trailing draws

@@ -7,7 +7,7 @@ returns an :class:`Analysis`; ``problem_of(module)`` returns its :class:`Problem
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..ir import CONV_OPS, GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
@@ -15,6 +15,7 @@ from ..ir.ops import conv_params
 from ..ir.dtypes import BY_NAME, DType
 from ..vocab.problem_key import format_problem_key
 from . import expr as E
+from .decompose import decompose_narrow_gemms, narrow_gemm
 from .errors import LoweringError, NotSupported
 from .graph import Builder, Dag, Node, delinearize, forward_map, linearize, same_index
 from .masks import causal_offset
@@ -22,7 +23,7 @@ from .masks import causal_offset
 KINDS = ("gemm", "pointwise", "reduce", "softmax", "attention")
 #: the migraphx ops the code generator lowers (views are folded into index maps)
 LOWERED_OPS = frozenset(VIEW_OPS) | frozenset(POINTWISE_OPS) | frozenset(GEMM_OPS) | frozenset(REDUCE_OPS) \
-    | frozenset(CONV_OPS) | {"softmax"}
+    | frozenset(CONV_OPS) | {"softmax", "unpack"}
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,16 @@ def _live(module: Module) -> list:
 def analyse(module: Module) -> Analysis:
     _check_ops(module)
     rets = module.returns()
+    narrow = narrow_gemm(module)
+    if narrow is not None:
+        # fp8 / fp4 gemms (scaled or not): converts to f32 (and the scales' muls) fused into the operand loads of
+        # an f32 gemm, as rocMLIR decomposes them; the problem keeps the operands' type
+        module = decompose_narrow_gemms(module)
     an = _analyse(module)
+    if narrow is not None and an.kind == "gemm":
+        an.problem = replace(an.problem, dtype=narrow)
+    if an.kind != "pointwise" and any(n.kind == "idx" for n in an.dag.nodes):
+        raise NotSupported(f"unpack in a {an.kind} kernel: only pointwise kernels lower it")
     if len(rets) != 1 + len(an.extra_outputs):
         raise NotSupported(f"module returns {len(rets)} values ({', '.join(rets)}); a {an.problem.key_kind} "
                            "kernel has one output (gemm and pointwise kernels store several)")

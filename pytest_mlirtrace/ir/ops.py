@@ -341,8 +341,8 @@ def _scaled_quant_dot(ins, shapes):
     ``dot(f32(a) * f32(sa), f32(b) * f32(sb))`` in f32 (rocMLIR's ``-migraphx-transform``)."""
     a, b, sa, sb = shapes
     for what, x, s in (("A", a, sa), ("B", b, sb)):
-        if x.dtype.name not in NARROW_FLOATS or x.dtype.name == "f8E8M0FNU":
-            raise _err(ins, f"scaled operand {what} must be fp8 or fp4 (f8E4M3FN, f8E5M2, f4E2M1FN), "
+        if not x.dtype.is_float or x.dtype.name == "f8E8M0FNU":
+            raise _err(ins, f"scaled operand {what} must be a float type (fp4 / fp8 in MX quantization), "
                             f"got {x.dtype.mlir}")
         if s.dtype.name not in SCALE_DTYPES:
             raise _err(ins, f"scale of {what} must be one of {', '.join(SCALE_DTYPES)}, got {s.dtype.mlir}")

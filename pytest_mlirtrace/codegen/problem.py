@@ -12,7 +12,7 @@ from math import prod
 
 from ..ir import CONV_OPS, GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
 from ..ir.ops import conv_params
-from ..ir.dtypes import BY_NAME, DType
+from ..ir.dtypes import BY_NAME, NARROW_FLOATS, DType
 from ..vocab.problem_key import format_problem_key
 from . import expr as E
 from .decompose import decompose_narrow_gemms, narrow_gemm
@@ -136,6 +136,23 @@ def _check_ops(module: Module) -> None:
                                "(@literal{ ... }); nothing can run without them")
 
 
+def _check_narrow(module: Module) -> None:
+    """fp8 / fp4 values are read (decoded to float) and f8E8M0FNU scales computed by a convert; no kernel
+    computes or stores the others."""
+    outs = set(module.returns())
+    for ins in module.instructions:
+        if ins.op.startswith("@") or ins.shape is None or ins.shape.dtype.name not in NARROW_FLOATS:
+            continue
+        dt = ins.shape.dtype.name
+        if ins.op in VIEW_OPS and ins.name not in outs:
+            continue
+        if dt == "f8E8M0FNU" and ins.op == "convert":
+            continue
+        what = "returns" if ins.name in outs else "computes"
+        raise NotSupported(f"{ins.name} = {ins.op}: the module {what} {dt} values; kernels only read fp8 / fp4 "
+                           "values (decoded to float) and compute f8E8M0FNU scales by a convert")
+
+
 def _live(module: Module) -> list:
     """Instructions the return value depends on, in order."""
     need = set(module.returns())
@@ -147,6 +164,7 @@ def _live(module: Module) -> list:
 
 def analyse(module: Module) -> Analysis:
     _check_ops(module)
+    _check_narrow(module)
     rets = module.returns()
     narrow = narrow_gemm(module)
     if narrow is not None:

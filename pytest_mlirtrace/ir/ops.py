@@ -323,7 +323,7 @@ def _gemm(ins, shapes):
         if a.dtype.name in NARROW_FLOATS:          # fp8 / fp4 operands: an f32 result (rocMLIR)
             return Shape.of("f32", lens)
         if a.dtype.name not in ("i8", "u8"):
-            raise _err(ins, f"quant_dot takes int8, fp8 or fp4 inputs, got {a.dtype.migraphx}")
+            raise _err(ins, f"quant_dot takes int8 inputs (or fp8 / fp4), got {a.dtype.migraphx}")
         return Shape.of("i32", lens)
     if not a.dtype.is_float:
         raise _err(ins, f"dot takes float inputs, got {a.dtype.migraphx} (use quant_dot for int8)")

@@ -70,7 +70,6 @@ def decompose_narrow_gemms(module: Module) -> Module:
         dot = Instruction(ins.name, "dot", operands, {})
         dot.shape = infer_shape(dot, [shapes[i] for i in operands])
         if dot.shape.dtype != ins.shape.dtype:
-            dot.attrs = {}
             conv = add(f"{ins.name}:dot", "dot", operands, {})
             add(ins.name, "convert", [conv], {"target_type": ins.shape.dtype.type_id})
         else:

@@ -18,6 +18,7 @@ from pytest_mlirtrace.ir.dtypes import BY_NAME, from_compute, narrow_encode, to_
 from pytest_mlirtrace.ir.reference import unpack
 from pytest_mlirtrace.mlir import emit_func, normalise_mlir, parse_mlir
 from pytest_mlirtrace.mlir.equiv import module_difference
+from pytest_mlirtrace.vocab.problem_key import format_problem_key, parse_problem_key
 from tests.corpus import MISSING, ROCMLIR
 
 FILES = {
@@ -104,8 +105,19 @@ def test_what_the_funcs_hold():
     assert "mlirtrace.scaled_by" not in qd.attrs
     from pytest_mlirtrace.codegen import problem_of
 
-    assert problem_of(fp4).key() == ("-t f4E2M1FN -out_datatype f32 -transA false -transB false -g 1 -m 256 "
-                                     "-n 50272 -k 768")
+    # rocMLIR's own key for it, as the file's EMITKEY line (rocmlir-gen --emit-tuning-key) gives it
+    text = (ROCMLIR / "fusion__e2e__mixr-gemm-fp4__mixr_rsp_rsp_quant_dot.mlir").read_text(encoding="utf-8")
+    emitkey = next(ln.split("EMITKEY:", 1)[1].strip() for ln in text.splitlines() if ln.startswith("// EMITKEY:"))
+    assert problem_of(fp4).key() == emitkey
+    key = parse_problem_key(emitkey)
+    assert key.kind == "gemm" and key.fields["scaledGemm"] == "" and key.text == emitkey
+    assert format_problem_key("gemm", {"t": "f4E2M1FN", "out_datatype": "f32", "transA": False, "transB": False,
+                                       "scale_a_dtype": "f8E8M0FNU", "scale_b_dtype": "f8E8M0FNU",
+                                       "transScaleA": False, "transScaleB": False, "g": 1, "m": 256, "n": 50272,
+                                       "k": 768}) == emitkey
+    unscaled = func("Dialect__MIGraphX__quant-dot-decompose.mlir", "quant_dot_no_scales").module
+    assert problem_of(unscaled).key() == ("-t f8E4M3FN -out_datatype f32 -transA false -transB false -g 1 -m 16 "
+                                          "-n 16 -k 512")
     signed = func("Dialect__MIGraphX__realize-int4.mlir", "basic_signed").module
     up = next(i for i in signed.instructions if i.op == "unpack")
     assert up.attrs == {"axis": 1, "isUnsigned": False} and up.shape.lens == (8, 4)

@@ -17,7 +17,9 @@ Views are never materialised: every index map is folded into quasi-affine index 
 (:mod:`.expr`), affine where it can be (``64*m + k``) and div/mod where a reshape splits a strided
 dim (the seed's ``64*m + 24576*(k/64) + k%64``); GEMM K loops run in chunks over which the map is
 affine.  f16/bf16 are storage only (ushort bits, converted with integer arithmetic, computed in
-float); after every instruction the value is rounded to that instruction's type, like the oracle.
+float); so are fp8 / fp4 / e8m0 (uchar bits, decoded to float where they are read; a gemm of them, scaled
+or not, is first decomposed into converts and scale muls fused into an f32 gemm's loads: :mod:`.decompose`);
+after every instruction the value is rounded to that instruction's type, like the oracle.
 
 Public API::
 

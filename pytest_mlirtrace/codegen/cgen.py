@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.dtypes import DType, bf16_to_f32
+from ..ir.dtypes import NARROW_VALUES, DType, bf16_to_f32
 from .errors import NotSupported
 from .graph import Dag, Node
 
 STORAGE = {"f32": "float", "f16": "ushort", "bf16": "ushort", "f64": "double", "i8": "char",
            "u8": "uchar", "i16": "short", "u16": "ushort", "i32": "int", "u32": "uint",
-           "i64": "long", "u64": "ulong", "bool": "uchar"}
+           "i64": "long", "u64": "ulong", "bool": "uchar",
+           # narrow floats: their bits, one element per byte (decoded to float by the dec_* helpers)
+           "f8E4M3FN": "uchar", "f8E5M2": "uchar", "f8E8M0FNU": "uchar", "f4E2M1FN": "uchar"}
 INT_RANGE = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535),
              "i32": (-2147483648, 2147483647), "u32": (0, 4294967295)}
 FLOAT_OPS_ONLY = ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "erf", "recip")
@@ -38,7 +40,7 @@ def storage(dt: DType) -> str:
 
 
 def compute(dt: DType) -> str:
-    if dt.name in ("f32", "f16", "bf16"):
+    if dt.name in ("f32", "f16", "bf16") or dt.name in NARROW_VALUES:
         return "float"
     if dt.name == "f64":
         return "double"
@@ -81,6 +83,8 @@ def const_text(dt: DType, v) -> str:
     """A constant of storage value ``v`` as a compute-type C literal."""
     if dt.name == "bf16":
         return float_lit(float(bf16_to_f32(np.array([v], dtype=np.uint16))[0]))
+    if dt.name in NARROW_VALUES:
+        return float_lit(float(NARROW_VALUES[dt.name][int(v) & (NARROW_VALUES[dt.name].size - 1)]))
     if dt.name in ("f32", "f16"):
         return float_lit(v)
     if dt.name == "f64":
@@ -154,6 +158,39 @@ _QRECIP = """static inline float qrecip(float s) {
 }
 """
 
+# narrow floats: bits -> float, from each format's definition (sign, exponent, mantissa; subnormals when the
+# exponent field is 0) by integer arithmetic into the float's fields
+_NARROW_DEC = {
+    "f8E4M3FN": """static inline float dec_f8E4M3FN(uchar b) {
+  const uint e = (b >> 3) & 15u, m = b & 7u;
+  const float v = (e == 0u) ? (float)m * 0x1p-9f : as_float(((e + 120u) << 23) | (m << 20));
+  const float r = ((b & 0x7fu) == 0x7fu) ? NAN : v;
+  return (b & 0x80u) ? -r : r;
+}
+""",
+    "f8E5M2": """static inline float dec_f8E5M2(uchar b) {
+  const uint e = (b >> 2) & 31u, m = b & 3u;
+  float v = (e == 0u) ? (float)m * 0x1p-16f : as_float(((e + 112u) << 23) | (m << 21));
+  v = (e == 31u) ? ((m == 0u) ? INFINITY : NAN) : v;
+  return (b & 0x80u) ? -v : v;
+}
+""",
+    "f8E8M0FNU": """static inline float dec_f8E8M0FNU(uchar b) {
+  return (b == 255) ? NAN : (b == 0) ? 0x1p-127f : as_float((uint)b << 23);
+}
+""",
+    "f4E2M1FN": """static inline float dec_f4E2M1FN(uchar b) {
+  const uint e = (b >> 1) & 3u, m = b & 1u;
+  const float v = (e == 0u) ? (float)m * 0.5f : as_float(((e + 126u) << 23) | (m << 22));
+  return (b & 8u) ? -v : v;
+}
+""",
+}
+# float -> f8E8M0FNU: the float32's exponent field (MLIR's arith.truncf expansion: "extract exponent bits";
+# inf and NaN give 0xFF, NaN)
+_ENC_E8M0 = """static inline uchar enc_f8E8M0FNU(float x) { return (uchar)((as_uint(x) >> 23) & 255u); }
+"""
+
 _IPOW = """static inline long ipow(long a, long b) {
   long r = 1;
   for (b = b < 0 ? 0 : b; b > 0; b >>= 1) { if (b & 1) r *= a; a *= a; }
@@ -206,7 +243,8 @@ class Helpers:
         return f"({vt(res, w)})({lo}, {hi})"
 
     def text(self) -> str:
-        order = ["keep", "h2f", "f2h", "bf2f", "f2bf", "rh", "rbf", "ipow", "qrecip"]
+        order = ["keep", "h2f", "f2h", "bf2f", "f2bf", "rh", "rbf", "ipow", "qrecip"] + \
+            [f"dec_{n}" for n in _NARROW_DEC] + ["enc_f8E8M0FNU"]
         out = []
         for name in order:
             for (n, w) in sorted(self.used, key=lambda x: (x[0], x[1])):
@@ -214,6 +252,12 @@ class Helpers:
                     continue
                 if n == "f2h":
                     out.append(_helper_f2h(w, self.call, truncate="f2h_truncate" in self.faults))
+                    continue
+                if n.startswith("dec_"):
+                    out.append(_NARROW_DEC[n[4:]])
+                    continue
+                if n == "enc_f8E8M0FNU":
+                    out.append(_ENC_E8M0)
                     continue
                 out.append(_IPOW if n == "ipow" else _QRECIP if n == "qrecip" else _HELPERS[n](w, self.call))
         return "".join(out)
@@ -227,6 +271,8 @@ def load_scalar(h: Helpers, dt: DType, ptr: str, off: str) -> str:
         return f"{h.need('h2f')}({x})"
     if dt.name == "bf16":
         return f"{h.need('bf2f')}({x})"
+    if dt.name in NARROW_VALUES:
+        return f"{h.need('dec_' + dt.name)}({x})"
     if dt.name in ("f32", "f64"):
         return x
     if dt.name == "bool":
@@ -270,6 +316,9 @@ def load_vector(h: Helpers, dt: DType, ptr: str, offs) -> str:
         return f"{h.need('h2f', w)}(({vt('ushort', w)})({parts}))"
     if dt.name == "bf16":
         return f"{h.need('bf2f', w)}(({vt('ushort', w)})({parts}))"
+    if dt.name in NARROW_VALUES:
+        fn = h.need("dec_" + dt.name)
+        return f"({vt('float', w)})({', '.join(f'{fn}({r})' for r in lane_refs(ptr, offs))})"
     if dt.name == "f32":
         return f"({vt('float', w)})({parts})"
     if dt.name in ("i8", "u8", "i16", "u16", "i32"):
@@ -283,6 +332,11 @@ def store_value(h: Helpers, dt: DType, v: str) -> str:
         return f"{h.need('f2h')}({v})"
     if dt.name == "bf16":
         return f"{h.need('f2bf')}({v})"
+    if dt.name == "f8E8M0FNU":
+        return f"{h.need('enc_f8E8M0FNU')}({v})"
+    if dt.name in NARROW_VALUES:
+        raise NotSupported(f"a kernel storing {dt.name} values (only reading them, and f8E8M0FNU scales, is "
+                           "lowered)")
     if dt.name == "bool":
         return f"(uchar)(({v}) != 0)"
     return f"({storage(dt)})({v})"
@@ -295,6 +349,8 @@ def store_vector(h: Helpers, dt: DType, v: str, w: int) -> str:
         return f"{h.need('f2h', w)}({v})"
     if dt.name == "bf16":
         return f"{h.need('f2bf', w)}({v})"
+    if dt.name in NARROW_VALUES:
+        raise NotSupported(f"vector store of {dt.name}")
     if dt.name == "f32":
         return v
     if dt.name in ("i8", "u8", "i16", "u16", "i32", "u32"):
@@ -308,6 +364,13 @@ def round_to(h: Helpers, dt: DType, v: str, w: int = 1) -> str:
         return f"{h.need('rh', w)}({v})"
     if dt.name == "bf16":
         return f"{h.need('rbf', w)}({v})"
+    if dt.name == "f8E8M0FNU":
+        if w != 1:
+            raise NotSupported("f8E8M0FNU values are rounded one lane at a time")
+        return f"{h.need('dec_f8E8M0FNU')}({h.need('enc_f8E8M0FNU')}({v}))"
+    if dt.name in NARROW_VALUES:
+        raise NotSupported(f"a kernel computing {dt.name} values (rounding a float to {dt.name}); only reading "
+                           "them (and f8E8M0FNU scales) is lowered")
     if dt.name in INT_RANGE:
         lo, hi = INT_RANGE[dt.name]
         return f"clamp({v}, {lo}L, {hi}L)"
@@ -328,6 +391,8 @@ def vectorizable(dag: Dag, roots) -> bool:
                 and compute(n.dtype) == "float":
             continue
         if compute(n.dtype) != "float":
+            return False
+        if n.kind == "op" and n.dtype.name in NARROW_VALUES:      # rounded to a narrow float one lane at a time
             return False
         if n.kind == "op" and n.op not in VECTOR_OPS:
             return False
@@ -395,6 +460,12 @@ def _op_text(h: Helpers, n: Node, args: list[str], arg_nodes: list[Node], w: int
         if len(args) == 3:
             xt = round_to(h, t, f"({xt} - {round_to(h, t, f'({ct})({args[2]})')})")
         return f"({xt} * {b})"
+    if op == "unpack":
+        # migraphx.unpack: args = (the byte, the output index's parity along the axis); low nibble first,
+        # sign-extended unless the node's value is "u" (isUnsigned)
+        u = f"(((long)({a})) & 255L)"
+        nib = f"(({b}) ? ({u} >> 4) : ({u} & 15L))"
+        return nib if n.value == "u" else f"(({nib} ^ 8L) - 8L)"
     if op == "where":
         c, x, y = args
         if w > 1:      # a padding select over lanes (see vectorizable): select(y, x, c != 0), split as needed
@@ -487,7 +558,7 @@ class DagEmitter:
                 text = f"({ty})({c})" if self.w > 1 else c
                 self.names[i] = f"({text})"
                 continue
-            if n.kind in ("load", "table", "acc", "inb"):
+            if n.kind in ("load", "table", "acc", "inb", "idx"):
                 text = self.leaf(i, n)
             else:
                 args = [self.names[a] for a in n.args]

@@ -27,7 +27,9 @@ MAX_TABLE = 16384
 
 @dataclass(frozen=True)
 class Node:
-    kind: str                 # load | const | table | op | acc | inb | dot
+    kind: str                 # load | const | table | op | acc | inb | idx | dot
+    # idx: the value of the index expression ``offset`` (an int; unpack's nibble select: the output index's
+    # parity along its axis)
     # dot: an inline dot product, sum over the loop variable ``op`` (0 .. value-1) of args[0] * args[1];
     # the two operand DAGs index with that variable (a gemm fused inside a reduction or an attention)
     # inb: 1 when ``offset`` (a padded input index, may be negative) lies in 0 .. value-1, else 0: a
@@ -239,6 +241,15 @@ class Builder:
         if ins.op in VIEW_OPS:
             src = self.m.get(ins.inputs[0])
             return self.value(src.name, view_back(ins, src.shape.lens, idx))
+        if ins.op == "unpack":
+            # output index j along the axis reads byte j/2 of the input, its low nibble when j is even
+            axis = ins.attrs.get("axis", -1) % len(idx)
+            src_idx = list(idx)
+            src_idx[axis] = E.fdiv(idx[axis], 2)
+            byte = self.value(ins.inputs[0], src_idx)
+            odd = dag.add(Node("idx", BY_NAME["i32"], offset=E.fmod(idx[axis], 2)))
+            unsigned = "u" if ins.attrs.get("isUnsigned", False) else "s"
+            return dag.add(Node("op", ins.shape.dtype, args=(byte, odd), op="unpack", value=unsigned))
         if ins.op in POINTWISE_OPS:
             args = tuple(self.value(i, idx) for i in ins.inputs)
             val = ins.shape.dtype.name if ins.op == "convert" else None

@@ -90,6 +90,8 @@ class Ctx:
 
     # -------------------------------------------------------------- leaves --
     def load(self, node, off_c: str) -> str:
+        if node.kind == "idx":      # an index expression's value (unpack's nibble select)
+            return f"(long)({off_c})"
         if node.kind == "inb":
             # [fault hook] conv_pad_edge: the bound is off by one, a read just past the edge counts as inside
             cmp = "<=" if "conv_pad_edge" in self.faults else "<"

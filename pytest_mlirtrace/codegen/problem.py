@@ -7,14 +7,15 @@ returns an :class:`Analysis`; ``problem_of(module)`` returns its :class:`Problem
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from ..ir import CONV_OPS, GEMM_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Module
 from ..ir.ops import conv_params
-from ..ir.dtypes import BY_NAME, DType
+from ..ir.dtypes import BY_NAME, NARROW_FLOATS, DType
 from ..vocab.problem_key import format_problem_key
 from . import expr as E
+from .decompose import decompose_narrow_gemms, narrow_gemm
 from .errors import LoweringError, NotSupported
 from .graph import Builder, Dag, Node, delinearize, forward_map, linearize, same_index
 from .masks import causal_offset
@@ -22,7 +23,7 @@ from .masks import causal_offset
 KINDS = ("gemm", "pointwise", "reduce", "softmax", "attention")
 #: the migraphx ops the code generator lowers (views are folded into index maps)
 LOWERED_OPS = frozenset(VIEW_OPS) | frozenset(POINTWISE_OPS) | frozenset(GEMM_OPS) | frozenset(REDUCE_OPS) \
-    | frozenset(CONV_OPS) | {"softmax"}
+    | frozenset(CONV_OPS) | {"softmax", "unpack"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Problem:
     conv: tuple = ()
     # attention / gemm-gemm (kind ``attention``): rocMLIR's key fields, as sorted pairs
     attn: tuple = ()
+    # a scaled (MX) gemm: the scales' key fields (scale_a_dtype, scale_b_dtype, transScaleA, transScaleB), as pairs
+    scales: tuple = ()
 
     @property
     def key_kind(self) -> str:
@@ -69,7 +72,7 @@ class Problem:
             return dict(self.attn)
         if self.kind == "gemm":
             return {"t": self.dtype, "out_datatype": self.out_dtype, "transA": self.transA, "transB": self.transB,
-                    "g": self.g, "m": self.m, "n": self.n, "k": self.k}
+                    **dict(self.scales), "g": self.g, "m": self.m, "n": self.n, "k": self.k}
         return {"op": self.kind, "t": self.dtype, "out_datatype": self.out_dtype, "elements": self.elements,
                 "reduce_len": self.reduce_len, "outer": self.outer, "g": self.g}
 
@@ -135,6 +138,41 @@ def _check_ops(module: Module) -> None:
                                "(@literal{ ... }); nothing can run without them")
 
 
+def _check_narrow(module: Module) -> None:
+    """fp8 / fp4 values are read (decoded to float) and f8E8M0FNU scales computed by a convert; no kernel
+    computes or stores the others."""
+    outs = set(module.returns())
+    for ins in module.instructions:
+        if ins.op.startswith("@") or ins.shape is None or ins.shape.dtype.name not in NARROW_FLOATS:
+            continue
+        dt = ins.shape.dtype.name
+        if ins.op in VIEW_OPS and ins.name not in outs:
+            continue
+        if dt == "f8E8M0FNU" and ins.op == "convert":
+            continue
+        what = "returns" if ins.name in outs else "computes"
+        raise NotSupported(f"{ins.name} = {ins.op}: the module {what} {dt} values; kernels only read fp8 / fp4 "
+                           "values (decoded to float) and compute f8E8M0FNU scales by a convert")
+
+
+def _scale_fields(original: Module, decomposed: Module, an: Analysis) -> tuple:
+    """The scale fields of a scaled gemm's key (() for other gemms): each scale's type, and whether its
+    logically innermost dim (A's k, B's n) is not its fastest storage dim (as transA / transB)."""
+    qd = next((i for i in original.instructions if i.name == an.dot and i.op == "quant_dot" and len(i.inputs) == 4),
+              None)
+    if qd is None:
+        return ()
+    p = an.problem
+    bidx = delinearize(E.var("gb", p.g), an.batch_lens) if an.batch_lens else []
+    m, n, k = E.var("m", p.m), E.var("n", p.n), E.var("k", p.k)
+    dag = Dag()
+    b = Builder(decomposed, dag=dag)
+    ra, rb = b.value(qd.inputs[2], bidx + [m, k]), b.value(qd.inputs[3], bidx + [k, n])
+    return (("scale_a_dtype", original.get(qd.inputs[2]).shape.dtype.name),
+            ("scale_b_dtype", original.get(qd.inputs[3]).shape.dtype.name),
+            ("transScaleA", _transposed(dag, ra, "k", "m", p.k)), ("transScaleB", _transposed(dag, rb, "n", "k", p.n)))
+
+
 def _live(module: Module) -> list:
     """Instructions the return value depends on, in order."""
     need = set(module.returns())
@@ -146,8 +184,19 @@ def _live(module: Module) -> list:
 
 def analyse(module: Module) -> Analysis:
     _check_ops(module)
+    _check_narrow(module)
     rets = module.returns()
+    narrow = narrow_gemm(module)
+    original = module
+    if narrow is not None:
+        # fp8 / fp4 gemms (scaled or not): converts to f32 (and the scales' muls) fused into the operand loads of
+        # an f32 gemm, as rocMLIR decomposes them; the problem keeps the operands' type
+        module = decompose_narrow_gemms(module)
     an = _analyse(module)
+    if narrow is not None and an.kind == "gemm":
+        an.problem = replace(an.problem, dtype=narrow, scales=_scale_fields(original, module, an))
+    if an.kind != "pointwise" and any(n.kind == "idx" for n in an.dag.nodes):
+        raise NotSupported(f"unpack in a {an.kind} kernel: only pointwise kernels lower it")
     if len(rets) != 1 + len(an.extra_outputs):
         raise NotSupported(f"module returns {len(rets)} values ({', '.join(rets)}); a {an.problem.key_kind} "
                            "kernel has one output (gemm and pointwise kernels store several)")

@@ -146,11 +146,16 @@ def compare(actual: np.ndarray, expected: np.ndarray, dt: DType | str, reduction
 # and the largest finite value are both right, and every value computed from such an element is unchecked
 # (D = inf).  Negative zero equals zero.
 
-_U = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24, "f64": 2.0 ** -53}
+_U = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24, "f64": 2.0 ** -53,
+      # narrow floats (round to nearest); f8E8M0FNU's rounding from a float keeps the exponent only (down by
+      # up to a factor 2)
+      "f8E4M3FN": 2.0 ** -4, "f8E5M2": 2.0 ** -3, "f4E2M1FN": 2.0 ** -2, "f8E8M0FNU": 1.0}
 # twice the absolute rounding error in the subnormal range (f32: the device may flush subnormals to zero)
-_TINY = {"bf16": 2.0 ** -133, "f16": 2.0 ** -24, "f32": 2.0 ** -126, "f64": 2.0 ** -1022}
+_TINY = {"bf16": 2.0 ** -133, "f16": 2.0 ** -24, "f32": 2.0 ** -126, "f64": 2.0 ** -1022,
+         "f8E4M3FN": 2.0 ** -9, "f8E5M2": 2.0 ** -16, "f4E2M1FN": 0.5, "f8E8M0FNU": 2.0 ** -127}
 _MAXF = {"bf16": 3.3895313892515355e38, "f16": 65504.0, "f32": float(np.finfo(np.float32).max),
-         "f64": float(np.finfo(np.float64).max)}
+         "f64": float(np.finfo(np.float64).max), "f8E4M3FN": 448.0, "f8E5M2": 57344.0, "f4E2M1FN": 6.0,
+         "f8E8M0FNU": 2.0 ** 127}
 _U32 = 2.0 ** -24
 # single-precision accuracy (ulp) OpenCL 1.2 allows each op the kernels compute in float
 ULP32 = {"exp": 3, "log": 3, "tanh": 5, "sigmoid": 8, "erf": 16, "pow": 16, "div": 2.5, "recip": 2.5,
@@ -335,7 +340,7 @@ def error_bounds(module, env: dict) -> list[Bound]:
     inputs, keep_all=True)[1]``). See the comment above for the rules."""
     from .module import VIEW_OPS
     from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
-    from .reference import eval_instruction
+    from .reference import eval_instruction, scaled_operands
 
     D: dict[str, np.ndarray] = {}
     OVF: dict[str, np.ndarray] = {}
@@ -411,8 +416,22 @@ def error_bounds(module, env: dict) -> list[Bound]:
         elif op == "softmax":
             axis = ins.attrs.get("axis", 1) % args[0].ndim
             d = _softmax_bound(_f(args[0]), ds[0], v, axis, dt)
+        elif op == "quant_dot" and len(args) == 4:
+            # dot(f32(a) * f32(sa), f32(b) * f32(sb)) (reference.scaled_operands): each operand's difference
+            # carried through its f32 mul, plus that mul's rounding where anything differs, then the dot's
+            A, B = scaled_operands(args)
+            dAB = []
+            for x, s_, dx, dsc, X in ((args[0], args[2], ds[0], ds[2], A), (args[1], args[3], ds[1], ds[3], B)):
+                with np.errstate(all="ignore"):
+                    dd = _m(np.abs(_f(s_)), dx) + _m(np.abs(_f(x)), dsc) + _m(dx, dsc)
+                dAB.append(np.where(dd == 0, 0.0, dd + 2 * _U32 * np.abs(X)))
+            d = _contraction(ins, [A, B], dAB, v, dt, int(np.shape(args[0])[-1]))
         elif op in ("dot", "quant_dot"):
             d = _contraction(ins, args, ds, v, dt, int(np.shape(args[0])[-1]))
+        elif op == "unpack":
+            # two nibbles of a byte, exact: output 2j and 2j+1 differ only where byte j may
+            axis = ins.attrs["axis"] % np.ndim(args[0])
+            d = np.where(np.repeat(np.asarray(ds[0]), 2, axis=axis) > 0, np.inf, 0.0)
         elif op in ("convolution", "quant_convolution"):
             w = np.shape(args[1])
             d = _contraction(ins, args, ds, v, dt, int(np.prod(w[1:])))

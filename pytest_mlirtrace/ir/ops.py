@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .dtypes import BY_NAME, BY_TYPE_ID, DType, dtype as _dtype
+from .dtypes import BY_NAME, BY_TYPE_ID, NARROW_FLOATS, DType, dtype as _dtype
 from .instruction import Instruction, IRError
 from .shape import Shape, standard_strides
 
@@ -18,7 +18,7 @@ POINTWISE_OPS = UNARY_OPS + BINARY_OPS + COMPARE_OPS + ("where", "convert", "cli
 REDUCE_OPS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_mean")
 GEMM_OPS = ("dot", "quant_dot")
 CONV_OPS = ("convolution", "quant_convolution")
-KNOWN_OPS = frozenset(("@param", "@literal", "@return", "multibroadcast", "broadcast", "transpose",
+KNOWN_OPS = frozenset(("@param", "@literal", "@return", "multibroadcast", "broadcast", "transpose", "unpack",
                        "reshape", "contiguous", "slice", "squeeze", "unsqueeze", "softmax")
                       + POINTWISE_OPS + REDUCE_OPS + GEMM_OPS + CONV_OPS)
 
@@ -306,6 +306,8 @@ def _unsqueeze(ins, shapes):
 
 
 def _gemm(ins, shapes):
+    if ins.op == "quant_dot" and len(shapes) == 4:
+        return _scaled_quant_dot(ins, shapes)
     _arity(ins, shapes, 2)
     a, b = shapes
     if a.rank < 2 or b.rank < 2:
@@ -318,12 +320,50 @@ def _gemm(ins, shapes):
         raise _err(ins, f"inputs differ in type: {a.dtype.migraphx} vs {b.dtype.migraphx}")
     lens = a.lens[:-1] + (b.lens[-1],)
     if ins.op == "quant_dot":
+        if a.dtype.name in NARROW_FLOATS:          # fp8 / fp4 operands: an f32 result (rocMLIR)
+            return Shape.of("f32", lens)
         if a.dtype.name not in ("i8", "u8"):
-            raise _err(ins, f"quant_dot takes int8 inputs, got {a.dtype.migraphx}")
+            raise _err(ins, f"quant_dot takes int8 inputs (or fp8 / fp4), got {a.dtype.migraphx}")
         return Shape.of("i32", lens)
     if not a.dtype.is_float:
         raise _err(ins, f"dot takes float inputs, got {a.dtype.migraphx} (use quant_dot for int8)")
+    if a.dtype.name in NARROW_FLOATS:              # rocMLIR's dot of fp8 / fp4 operands gives f32
+        return Shape.of("f32", lens)
     return Shape.of(a.dtype, lens)
+
+
+SCALE_DTYPES = ("f32", "f16", "bf16", "f8E8M0FNU")
+
+
+def _scaled_quant_dot(ins, shapes):
+    """``quant_dot a scaled by sa, b scaled by sb`` (inputs a, b, sa, sb): MX block scaling.  Each scale has
+    its operand's lens (a block scale broadcast over its block by views, as MIGraphX fuses it); the result is
+    ``dot(f32(a) * f32(sa), f32(b) * f32(sb))`` in f32 (rocMLIR's ``-migraphx-transform``)."""
+    a, b, sa, sb = shapes
+    for what, x, s in (("A", a, sa), ("B", b, sb)):
+        if not x.dtype.is_float or x.dtype.name == "f8E8M0FNU":
+            raise _err(ins, f"scaled operand {what} must be a float type (fp4 / fp8 in MX quantization), "
+                            f"got {x.dtype.mlir}")
+        if s.dtype.name not in SCALE_DTYPES:
+            raise _err(ins, f"scale of {what} must be one of {', '.join(SCALE_DTYPES)}, got {s.dtype.mlir}")
+        if s.lens != x.lens:
+            raise _err(ins, f"scale of {what} has lens {list(s.lens)}, its operand {list(x.lens)} (broadcast "
+                            "the block scale over its block first)")
+    ab = _gemm(Instruction(ins.name, "dot", list(ins.inputs[:2]), {}), [a, b])
+    return Shape.of("f32", ab.lens)
+
+
+def _unpack(ins, shapes):
+    """migraphx.unpack: two int4 values per byte along ``axis`` (low nibble first); ``isUnsigned`` picks zero
+    or sign extension.  The result has the input's type and twice its length along ``axis``."""
+    _arity(ins, shapes, 1)
+    x = shapes[0]
+    if x.dtype.name not in ("i8", "u8"):
+        raise _err(ins, f"unpack takes int8 input, got {x.dtype.migraphx}")
+    axis = _norm_axis(ins, ins.attrs.get("axis", -1), x.rank)
+    lens = list(x.lens)
+    lens[axis] *= 2
+    return Shape.of(x.dtype, lens)
 
 
 def with_lens_like(s: Shape, lens) -> Shape:
@@ -425,7 +465,7 @@ RULES: dict[str, Callable[[Instruction, list[Shape]], Shape]] = {
     "squeeze": _squeeze, "unsqueeze": _unsqueeze, "dot": _gemm, "quant_dot": _gemm,
     "convolution": _conv, "quant_convolution": _conv,
     "softmax": _softmax, "where": _where, "convert": _convert, "clip": _clip,
-    "quantizelinear": _quantizelinear, "dequantizelinear": _dequantizelinear,
+    "quantizelinear": _quantizelinear, "dequantizelinear": _dequantizelinear, "unpack": _unpack,
     **{op: _unary for op in UNARY_OPS}, **{op: _binary for op in BINARY_OPS},
     **{op: _compare for op in COMPARE_OPS}, **{op: _reduce for op in REDUCE_OPS},
 }

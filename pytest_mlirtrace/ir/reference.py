@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .dtypes import DType, from_compute, to_compute
+from .dtypes import BY_NAME, NARROW_VALUES, DType, from_compute, narrow_random_codes, to_compute
 from .module import IRError, Instruction, Module
 from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
 
@@ -111,6 +111,7 @@ def convolve(ins: Instruction, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
+_F32 = BY_NAME["f32"]
 
 
 def quantize_linear(args: list[np.ndarray], in_dtypes: list[DType], out: DType) -> np.ndarray:
@@ -136,6 +137,29 @@ def dequantize_linear(args: list[np.ndarray], out: DType) -> np.ndarray:
     if len(args) == 3:
         xt = _round(xt - _round(args[2].astype(np.float64), out), out)
     return _round(xt * args[1], out)
+
+
+def scaled_operands(args: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A scaled ``quant_dot``'s operands as rocMLIR decomposes it (``-migraphx-transform``): each operand and
+    its scale (the scale already broadcast to the operand's lens: a block scale repeated over its block)
+    converted to f32, multiplied in f32.  ``args``: a, b, scale_a, scale_b (decoded values)."""
+    a, b, sa, sb = args
+    with np.errstate(all="ignore"):
+        return _round(_round(a, _F32) * _round(sa, _F32), _F32), _round(_round(b, _F32) * _round(sb, _F32), _F32)
+
+
+def unpack(x: np.ndarray, axis: int, unsigned: bool) -> np.ndarray:
+    """migraphx.unpack: each byte along ``axis`` holds two int4 values, the low nibble first (output index
+    2j), the high nibble second (2j + 1), sign-extended unless ``unsigned`` (MIGraphX's unpack_int4; rocMLIR's
+    realize-int4 reads the bytes as i4 elements and extends them)."""
+    u = np.asarray(x).astype(np.int64) & 0xFF
+    lo, hi = u & 0xF, u >> 4
+    if not unsigned:
+        lo, hi = (lo ^ 8) - 8, (hi ^ 8) - 8
+    both = np.stack([lo, hi], axis=axis + 1)
+    shape = list(x.shape)
+    shape[axis] *= 2
+    return both.reshape(shape)
 
 
 def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[DType]) -> np.ndarray:
@@ -168,8 +192,12 @@ def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[D
         if not out.dtype.is_float and in_dtypes[0].is_float:
             x = np.trunc(x)
         return _round(x, out.dtype)
+    if op == "quant_dot" and len(args) == 4:
+        return _round(np.matmul(*scaled_operands(args)), out.dtype)
     if op in ("dot", "quant_dot"):
         return _round(np.matmul(args[0], args[1]), out.dtype)
+    if op == "unpack":
+        return unpack(args[0], a["axis"] % args[0].ndim, bool(a.get("isUnsigned", False)))
     if op in ("convolution", "quant_convolution"):
         return _round(convolve(ins, args[0], args[1]), out.dtype)
     if op in UNARY_OPS:
@@ -269,6 +297,8 @@ def random_inputs(module: Module, seed: int = 0, low: float = -1.0, high: float 
         dt = s.dtype
         if dt.name == "bool":
             v = rng.integers(0, 2, size=s.lens).astype(np.bool_)
+        elif dt.name in NARROW_VALUES:
+            v = narrow_random_codes(rng, dt.name, s.lens)
         elif dt.is_float:
             v = from_compute(rng.uniform(low, high, size=s.lens), dt)
         else:

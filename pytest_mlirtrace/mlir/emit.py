@@ -25,6 +25,8 @@
   nor does ``quantizelinear`` print its ``out_type`` (rocMLIR's op has no attributes);
 * literals: ``migraphx.literal(dense<..> : tensor<..>) : <..>`` (shaped) and
   ``migraphx.literal() {value = dense<..> : tensor<..>} : () -> tensor<..>`` (tensor);
+* a scaled ``quant_dot`` (inputs a, b, scale_a, scale_b) is printed ``%a scaled by %sa, %b scaled by %sb :
+  <..> scaled by <..>, <..> scaled by <..> -> <..>`` (shaped) and with its four operands in order (tensor);
 * ``reshape_lazy``, ``squeeze``, ``unsqueeze`` and ``flatten`` are printed as
   ``migraphx.reshape {dims = <result lens>}`` as MIGraphX does (rocMLIR has no such ops);
   ``reshape`` keeps its own ``dims`` (``[0, 0, 768]`` in the seed's 2023 trace).
@@ -147,6 +149,12 @@ def emit_func(module: Module, *, attrs: FuncAttrs | None = None, type_syntax: st
             op, ad = "migraphx." + ins.op, attr_dict(ins)
         operands = ", ".join(values[i] for i in ins.inputs)
         in_types = ", ".join(ty(shapes[i]) for i in ins.inputs)
+        if shaped and ins.op == "quant_dot" and len(ins.inputs) == 4:
+            # rocMLIR's scaled form: a scaled by sa, b scaled by sb (the IR's inputs: a, b, sa, sb)
+            a, b, sa, sb = ins.inputs
+            operands = f"{values[a]} scaled by {values[sa]}, {values[b]} scaled by {values[sb]}"
+            in_types = (f"{ty(shapes[a])} scaled by {ty(shapes[sa])}, "
+                        f"{ty(shapes[b])} scaled by {ty(shapes[sb])}")
         if shaped:
             line = f"{res} = {op}" + (f" {operands}" if operands else "") + (f" {ad}" if ad else "")
             arrow = "to" if ins.op == "convert" else "->"

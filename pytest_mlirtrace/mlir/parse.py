@@ -409,8 +409,10 @@ class _Converter:
                 short = op.short_name
                 if short not in RULES and short != "literal":
                     bad.append(f"op {name} at {self.where(op)}")
-                elif "mlirtrace.scaled_by" in op.attributes:
-                    bad.append(f"op {name} with 'scaled by' operands at {self.where(op)}")
+                elif "mlirtrace.scaled_by" in op.attributes and (short != "quant_dot" or len(op.operands) != 4):
+                    # both operands scaled (a, b, scale_a, scale_b) is the form the IR holds
+                    bad.append(f"op {name} with 'scaled by' operands at {self.where(op)} (only a quant_dot with "
+                               "both operands scaled)")
             elif isinstance(op, ReturnOp):
                 continue
             elif isinstance(op, UnregisteredOp) and name == "tosa.const":
@@ -539,6 +541,8 @@ class _Converter:
         order = ATTR_ORDER.get(short, ())
         keys = [k for k in order if k in op.attributes] + sorted(k for k in op.attributes if k not in order)
         for k in keys:
+            if k == "mlirtrace.scaled_by":      # the parser's mark of the 'scaled by' form: the operands say it
+                continue
             if k in MLIR_ONLY_ATTRS:
                 v = _py(op.attributes[k])
                 if k == "perf_config":

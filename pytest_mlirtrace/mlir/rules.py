@@ -37,7 +37,9 @@ def _planted(fault: str) -> bool:
     return fault in inject_now().split(",")
 
 
-VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice", "squeeze", "unsqueeze"})
+# unpack too: rocMLIR's realize-int4 turns it into a reinterpretation of its input's bytes as i4 elements (a
+# view of the same memory), so it keeps its input's broadcast
+VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice", "squeeze", "unsqueeze", "unpack"})
 MLIR_ONLY_ATTRS = frozenset({"perf_config"})
 
 

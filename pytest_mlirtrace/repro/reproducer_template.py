@@ -56,6 +56,13 @@ def random_inputs(params: list, seed: int, low: float = -1.0, high: float = 1.0)
         elif p["is_float"] and name == "bf16":   # rounded to nearest even, stored as uint16 bits
             u = np.ascontiguousarray(rng.uniform(low, high, size=lens), dtype=np.float32).view(np.uint32)
             v = ((u + ((u >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
+        elif p["is_float"] and name == "f8E8M0FNU":   # MX scales 2^-8 .. 2^8, stored as their exponent byte
+            v = rng.integers(127 - 8, 127 + 9, size=lens).astype(np.uint8)
+        elif p["is_float"] and name in ("f8E4M3FN", "f8E5M2", "f4E2M1FN"):   # any finite code, stored as bits
+            nan_inf = {"f8E4M3FN": (0x7F, 0xFF), "f8E5M2": tuple(range(0x7C, 0x80)) + tuple(range(0xFC, 0x100)),
+                       "f4E2M1FN": ()}[name]
+            ok = np.array([c for c in range(16 if name == "f4E2M1FN" else 256) if c not in nan_inf], np.uint8)
+            v = ok[rng.integers(0, ok.size, size=lens)]
         elif p["is_float"]:
             v = np.asarray(rng.uniform(low, high, size=lens)).astype(npdt)
         else:

@@ -7,7 +7,9 @@ A key is a device prefix, then ``-flag value`` fields::
 The prefix is tab separated when a program prints it (MIGraphX, mlirtrace); pasted into an issue it often
 becomes spaces.  The forms, by kind:
 
-``gemm``        ``-t f16 -out_datatype f16 -transA false -transB false -g 1 -m 384 -n 2304 -k 768``
+``gemm``        ``-t f16 -out_datatype f16 -transA false -transB false -g 1 -m 384 -n 2304 -k 768``; a scaled (MX)
+                gemm adds ``-scaledGemm -scale_a_dtype f8E8M0FNU -scale_b_dtype f8E8M0FNU -transScaleA false
+                -transScaleB false`` after ``-transB``
                 (rocMLIR's own form: such a key is also a ``tuningRunner.py`` config line)
 ``conv``        ``convfp16 -F 1 -f GNC01 -I NGC01 -O NGC01 -n 1 -c 512 -H 28 -W 28 -k 256 -y 1 -x 1 -p 0 -q 0
                 -u 1 -v 1 -l 1 -j 1 -g 1 -t f16`` (an operation word after the prefix -- ``conv`` for f32,
@@ -46,6 +48,10 @@ __all__ = ["ProblemKey", "ProblemKeyError", "KEY_FIELDS", "format_problem_key", 
 
 #: the fields of each kind mlirtrace writes, in the order they are written
 GEMM_FIELDS = ("t", "out_datatype", "transA", "transB", "g", "m", "n", "k")
+# a scaled (MX) gemm's key: rocMLIR's --emit-tuning-key adds a bare -scaledGemm and the scales' types and layouts
+SCALED_GEMM_FIELDS = ("t", "out_datatype", "transA", "transB", "scaledGemm", "scale_a_dtype", "scale_b_dtype",
+                      "transScaleA", "transScaleB", "g", "m", "n", "k")
+_BARE_FLAGS = ("scaledGemm",)
 FUSED_FIELDS = ("op", "t", "out_datatype", "elements", "reduce_len", "outer", "g")
 CONV_FIELDS = ("F", "f", "I", "O", "n", "c", "H", "W", "k", "y", "x", "p", "q", "u", "v", "l", "j", "g", "t")
 CONV_3D_FIELDS = ("in_d", "fil_d", "padding_d", "conv_stride_d", "dilation_d")
@@ -203,6 +209,9 @@ def format_problem_key(kind: str, fields: Mapping[str, Any], *, arch: str | None
     if kind == "conv":
         names = CONV_FIELDS[:-1] + tuple(n for n in CONV_3D_FIELDS if n in given) + CONV_FIELDS[-1:]
         word = CONV_WORDS.get(str(given.get("t")), f"conv{given.get('t', '')}")
+    if kind == "gemm" and "scale_a_dtype" in given:
+        names = SCALED_GEMM_FIELDS
+        given.setdefault("scaledGemm", True)
     if kind in _OWN_KINDS:
         if given.setdefault("op", kind) != kind:
             raise ProblemKeyError(f"a {kind} key has -op {kind}, not -op {given['op']}")
@@ -212,7 +221,7 @@ def format_problem_key(kind: str, fields: Mapping[str, Any], *, arch: str | None
         what = "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
                                      f"unknown {', '.join(extra)}" if extra else "") if x)
         raise ProblemKeyError(f"{kind} problem key fields: {what} (a {kind} key has {', '.join(names)})")
-    body = " ".join(f"-{n} {_value(n, given[n])}" for n in names)
+    body = " ".join(f"-{n}" if n in _BARE_FLAGS else f"-{n} {_value(n, given[n])}" for n in names)
     if word is not None:
         body = f"{word} {body}"
     if arch is None:

@@ -199,6 +199,34 @@ def test_dot():
         m5.add("quant_dot", f, g)
 
 
+def test_narrow_float_gemms_and_the_scaled_quant_dot():
+    """fp8 / fp4 operands give an f32 result; a scaled quant_dot takes a, b, scale_a, scale_b, each scale of its
+    operand's lens (issue 14)."""
+    m, (a, b, sa, sb, f) = mod(("f4E2M1FN", [1, 16, 64]), ("f4E2M1FN", [1, 64, 8]), ("f8E8M0FNU", [1, 16, 64]),
+                               ("f32", [1, 64, 8]), ("f32", [1, 16, 8]))
+    assert m.get(m.add("dot", a, b)).shape == Shape.of("f32", [1, 16, 8])
+    assert m.get(m.add("quant_dot", a, b)).shape == Shape.of("f32", [1, 16, 8])
+    assert m.get(m.add("quant_dot", a, b, sa, sb)).shape == Shape.of("f32", [1, 16, 8])
+    with pytest.raises(IRError, match=r"scale of B has lens \[1, 16, 64\], its operand \[1, 64, 8\]"):
+        m.add("quant_dot", a, b, sa, sa)
+    with pytest.raises(IRError, match=r"scale of A must be one of f32, f16, bf16, f8E8M0FNU, got f4E2M1FN"):
+        m.add("quant_dot", a, b, a, sb)
+    m2, (i, j, si, sj) = mod(("i8", [2, 4]), ("i8", [4, 2]), ("f32", [2, 4]), ("f32", [4, 2]))
+    with pytest.raises(IRError, match=r"scaled operand A must be a float type"):
+        m2.add("quant_dot", i, j, si, sj)
+
+
+def test_unpack():
+    m, (a, b, c) = mod(("i8", [8, 2]), ("i8", [9, 8, 2], [16, 1, 8]), ("f32", [4]))
+    assert m.get(m.add("unpack", a, axis=1, isUnsigned=False)).shape == Shape.of("i8", [8, 4])
+    assert m.get(m.add("unpack", a, axis=0, isUnsigned=True)).shape == Shape.of("i8", [16, 2])
+    assert m.get(m.add("unpack", b, axis=-1)).shape == Shape.of("i8", [9, 8, 4])
+    with pytest.raises(IRError, match=r"unpack: axis 2 out of range for rank 2"):
+        m.add("unpack", a, axis=2)
+    with pytest.raises(IRError, match=r"unpack takes int8 input, got float_type"):
+        m.add("unpack", c, axis=0)
+
+
 def test_softmax():
     m, (a, b) = mod(("f32", [1, 64, 64], [4096, 1, 64]), ("i32", [2]))
     assert m.get(m.add("softmax", a, axis=2)).shape == Shape.of("f32", [1, 64, 64])
@@ -224,7 +252,8 @@ def test_every_rule_is_tested_here():
         "where", "convert", "multibroadcast", "broadcast", "transpose", "reshape", "contiguous", "slice",
         "squeeze", "unsqueeze", "dot", "quant_dot", "softmax", "reshape_lazy",
         "convolution", "quant_convolution",      # test_ir_conv.py
-        "clip", "quantizelinear", "dequantizelinear"}      # test_ir_quant_ops.py
+        "clip", "quantizelinear", "dequantizelinear",      # test_ir_quant_ops.py
+        "unpack"}
     assert set(RULES) <= tested
 
 

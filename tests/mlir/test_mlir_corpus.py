@@ -71,8 +71,17 @@ def test_corpus_known_outcomes():
     quant = one("fusion__e2e__mixr-quantizelinear__mixr-quant-quant-dot-bias-i8.mlir")[0]   # the IR has quantizelinear
     assert quant.ok and quant.module.ops() == ["quantizelinear", "quant_dot"], quant.reason
     assert [quant.module.get(n).shape.dtype.name for n in ("@3", "@4")] == ["i8", "i32"]
+    # issue 14: fp4 / fp8 element types, the scaled quant_dot and unpack are held (and run:
+    # tests/mlir/test_corpus_quantize.py)
     fp4 = one("Dialect__MIGraphX__ops.mlir", "migraphx_dot")[0]
-    assert "element type f4E2M1FN" in fp4.unsupported and "%arg0 at 7:25" in fp4.unsupported
+    assert fp4.ok and fp4.module.ops() == ["dot"], fp4.reason
+    assert fp4.module.get(fp4.module.returns()[0]).shape.dtype.name == "f32"
+    scaled = one("Dialect__MIGraphX__ops.mlir", "migraphx_quant_dot")[0]
+    assert scaled.ok and [scaled.module.get(i).shape.dtype.name for i in scaled.module.instructions[-2].inputs] \
+        == ["f4E2M1FN", "f4E2M1FN", "f8E8M0FNU", "f8E8M0FNU"], scaled.reason
+    int4 = one("Dialect__MIGraphX__realize-int4.mlir")
+    assert [f.status for f in int4] == ["ok"] * 5 + ["invalid"]
+    assert "!migraphx.shaped<4x8x3xi8, 0x1x0>" in int4[-1].reason and "broadcast" in int4[-1].reason
     multi = one("fusion__e2e__migraphx-multi-output.mlir")[0]
     # a real mistake in that rocMLIR test: out_lens = [1, 768, 768] for a 1x256x768 result; rocMLIR's lowering
     # follows the result type, and so do we, keeping a note

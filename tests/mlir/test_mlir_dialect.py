@@ -85,7 +85,13 @@ def test_literal_convert_and_scaled_quant_dot_forms():
     assert conv.short_name == "convert"
     assert len(qd.operands) == 4 and "mlirtrace.scaled_by" in qd.attributes
     f = parse_mlir(text)[0]
-    assert f.unsupported == "op migraphx.quant_dot with 'scaled by' operands at 4:3 not supported"
+    # issue 14: the IR holds a scaled quant_dot (inputs a, b, scale_a, scale_b); this one's k differs
+    assert f.status == "invalid" and "migraphx.quant_dot at 4:3" in f.reason and "k 4 != 2" in f.reason, f.reason
+    one_sided = text.replace("%a scaled by %s, %a scaled by %s :", "%a scaled by %s, %a :").replace(
+        "<2x4xf32, 4x1> scaled by <2x4xf32, 4x1> -> <2x2", "<2x4xf32, 4x1> -> <2x2")
+    f = parse_mlir(one_sided)[0]
+    assert f.unsupported == ("op migraphx.quant_dot with 'scaled by' operands at 4:3 (only a quant_dot with both "
+                             "operands scaled) not supported")
 
 
 def test_unknown_migraphx_op_is_made_on_demand_and_other_dialects_raise():

@@ -92,7 +92,8 @@ def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
 
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
     """Round-to-nearest-even float32 -> bf16 bits (uint16)."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    x = np.asarray(x, dtype=np.float32)
+    u = np.ascontiguousarray(x).view(np.uint32).reshape(x.shape)     # (ascontiguousarray makes a 0-d array 1-d)
     rounding = ((u >> 16) & 1) + 0x7FFF
     return ((u + rounding) >> 16).astype(np.uint16)
 

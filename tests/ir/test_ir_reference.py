@@ -231,3 +231,15 @@ def test_result_precision_ignores_parameter_dtypes_and_keeps_integer_outputs():
     i = m.add("convert", m.add("exp", f), target_type=dtype("i32").type_id)
     m.add_return(m.add("exp", f), i)
     assert [d.name for d in result_precisions(m)] == ["f32", "i32"]
+
+
+def test_a_scalar_bf16_parameter_gets_a_scalar_input():
+    """A rank-0 bf16 parameter (a reshape to a scalar draws one) gets a 0-d input and evaluates: the bf16 rounding
+    kept the shape (np.ascontiguousarray makes a 0-d array 1-d)."""
+    m = Module()
+    x = m.add_param("x", "bf16", [])
+    m.add_return(m.add("add", x, x))
+    inputs = random_inputs(m, 3)
+    assert inputs["x"].shape == () and inputs["x"].dtype == np.uint16
+    (out,) = evaluate(m, inputs)
+    assert np.asarray(out).shape == ()

@@ -16,7 +16,7 @@ from pytest_mlirtrace.repro.runner import all_solutions_verdict
 
 from .test_standalone import GOOD, KERNELS, payload
 
-MAX_CODE_LINES = 405   # without the payload lines: 402 with the per-element bounds check (591 when the package path was copied into it)
+MAX_CODE_LINES = 412   # without the payload lines: 409 with the per-element bounds check and the fp8/fp4 input codes (591 when the package path was copied into it)
 STANDALONE_IMPORTS = {"__future__", "argparse", "base64", "json", "os", "re", "signal", "subprocess", "sys", "zlib",
                       "numpy", "pyopencl"}
 LIBRARY_IMPORTS = {"pytest_mlirtrace.repro",                # run(PAYLOAD, argv): everything but the standalone path

@@ -88,3 +88,15 @@ def run_reproducers(jobs: list[tuple[Path, list[str], dict]], timeout: float = 2
         text, _ = p.communicate(timeout=timeout)
         out.append(subprocess.CompletedProcess([str(script), *args], p.returncode, text, ""))
     return out
+
+
+# the source of a helper for inner test files: dot_t(m), the MIGraphX text of A^T (m x 5) . B (5 x 2)
+DOT_T_SOURCE = '''
+def dot_t(m):
+    """A^T (m x 5) . B (5 x 2): wrong_transpose_stride fires for every m but 5."""
+    return (f"a = @param:a -> float_type, {{1, 5, {m}}}, {{{5 * m}, {m}, 1}}\\n"
+            "b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}\\n"
+            f"@2 = transpose[permutation={{0, 2, 1}}](a) -> float_type, {{1, {m}, 5}}, {{{5 * m}, 1, {m}}}\\n"
+            f"@3 = dot(@2,b) -> float_type, {{1, {m}, 2}}, {{{2 * m}, 2, 1}}\\n"
+            "@4 = @return(@3)\\n")
+'''

@@ -7,19 +7,12 @@ from __future__ import annotations
 import importlib.util
 import json
 
+from .plugin_helpers import DOT_T_SOURCE
+
 pytest_plugins = ["pytester"]
 
-DOT = '''
-def dot_t(m):
-    """A^T (m x 5) . B (5 x 2): wrong_transpose_stride fires for every m but 5."""
-    return (f"a = @param:a -> float_type, {{1, 5, {m}}}, {{{5 * m}, {m}, 1}}\\n"
-            "b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}\\n"
-            f"@2 = transpose[permutation={{0, 2, 1}}](a) -> float_type, {{1, {m}, 5}}, {{{5 * m}, 1, {m}}}\\n"
-            f"@3 = dot(@2,b) -> float_type, {{1, {m}, 2}}, {{{2 * m}, 2, 1}}\\n"
-            "@4 = @return(@3)\\n")
-'''
 
-RECIPE = DOT + '''
+RECIPE = DOT_T_SOURCE + '''
 from hypothesis import given, note, settings, strategies as st
 
 S = settings(max_examples=6, deadline=None, database=None, derandomize=True)   # every health check on
@@ -103,7 +96,7 @@ def test_for_example_examples_are_separate_and_pass(inner):
     assert not _index(inner)
 
 
-FUNCTION_SCOPED = DOT + '''
+FUNCTION_SCOPED = DOT_T_SOURCE + '''
 from hypothesis import HealthCheck, given, note, settings, strategies as st
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from .plugin_helpers import DOT_T_SOURCE
+
 pytest_plugins = ["pytester"]
 
 # a 64x48 @ 48x40 dot: 8 of its 36 quick-list solutions read stale local memory with the barrier left out
@@ -45,14 +47,7 @@ def test_tune(mlirtrace, monkeypatch):
 HYPO = '''
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-
-def dot_t(m):
-    return (f"a = @param:a -> float_type, {{1, 5, {m}}}, {{{5 * m}, {m}, 1}}\\n"
-            "b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}\\n"
-            f"@2 = transpose[permutation={{0, 2, 1}}](a) -> float_type, {{1, {m}, 5}}, {{{5 * m}, 1, {m}}}\\n"
-            f"@3 = dot(@2,b) -> float_type, {{1, {m}, 2}}, {{{2 * m}, 2, 1}}\\n"
-            "@4 = @return(@3)\\n")
-
+''' + DOT_T_SOURCE + '''
 H = settings(max_examples=8, deadline=None, database=None, derandomize=True,
              suppress_health_check=[HealthCheck.function_scoped_fixture])
 

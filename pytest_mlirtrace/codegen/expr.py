@@ -182,6 +182,20 @@ def lin(c: int, terms) -> Lin:
                         terms = _combine(rest)
                         changed = True
                         break
+            elif isinstance(a, FDiv) and k % a.d == 0:
+                # k*d*(y/d) + k*(y%d) == k*y where y%d simplifies to one atom (y = x%(d*m): (x%(d*m))%d == x%d)
+                r = fmod(a.arg, a.d)
+                if r.const or len(r.terms) != 1 or r.terms[0][1] != 1:
+                    continue
+                mk = r.terms[0][0].key()
+                if mk in by_key and by_key[mk][1] * a.d == k:
+                    kk = k // a.d
+                    rest = [(b, kb) for b, kb in terms if b.key() not in (a.key(), mk)]
+                    rest += [(b, kb * kk) for b, kb in a.arg.terms]
+                    c += a.arg.const * kk
+                    terms = _combine(rest)
+                    changed = True
+                    break
     return Lin(int(c), tuple(terms))
 
 

@@ -27,6 +27,10 @@ def test_simplifier_rules():
     assert str(E.fdiv(c * 4 + 3, 8)) == "c/2"
     assert str(E.fdiv(E.var("j", 5), 8)) == "0"
     assert str(E.var("one", 1) * 7 + 3) == "3"
+    # a split of a remainder folds back: 2*((c%4)/2) + c%2 == c%4 (a softmax's row index read through a
+    # split-heads view of its last dim)
+    assert str(E.fdiv(E.fmod(c, 4), 2) * 2 + E.fmod(c, 2)) == "c%4"
+    assert str(E.fdiv(E.fmod(c, 12), 4) * 12 + E.fmod(c, 4) * 3) == "3*(c%12)"
     # C text keeps precedence: a multiplied quotient is parenthesised
     assert E.to_c(E.fdiv(c, 64) * 3) == "3*(c/64)"
 

@@ -22,7 +22,8 @@ __all__ = ["Settings", "SettingError", "resolve", "inject_now", "ENV"]
 
 ENV = {"device": "MLIRTRACE_DEVICE", "timeout_s": "MLIRTRACE_TIMEOUT", "inject": "MLIRTRACE_INJECT",
        "tuning_db": "MLIRTRACE_TUNING_DB", "repro_dir": "MLIRTRACE_REPRO_DIR", "repro": "MLIRTRACE_REPRO",
-       "max_bytes": "MLIRTRACE_MAX_BYTES", "reduce_s": "MLIRTRACE_REDUCE", "trace": None}
+       "max_bytes": "MLIRTRACE_MAX_BYTES", "reduce_s": "MLIRTRACE_REDUCE", "store": "MLIRTRACE_STORE",
+       "trace": None}
 
 
 class SettingError(ValueError):
@@ -106,9 +107,15 @@ def _bytes(v) -> int:
     return int(n)
 
 
+def _store(v):
+    from .store.spec import parse_store   # a leaf module: no client is imported
+
+    return parse_store(v)
+
+
 PARSE: dict[str, Callable] = {"device": _text, "timeout_s": _timeout, "trace": _level, "inject": _faults,
                               "tuning_db": _text, "repro_dir": _text, "repro": _bool,
-                              "max_bytes": _bytes, "reduce_s": _reduce}
+                              "max_bytes": _bytes, "reduce_s": _reduce, "store": _store}
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class Settings:
     repro: bool = True               # write reproducers
     max_bytes: int = 2 << 30         # the most host memory one module's tensors may take (checked before allocating)
     reduce_s: float | None = None    # pytest: reduce each new reproducer after the run, this long each; None: not
+    store: object | None = None      # a store.StoreSpec: a directory or redis://host:port/db; None: the local defaults
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:

@@ -31,6 +31,14 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
                    help="set MIGRAPHX_TRACE_MLIR and MIGRAPHX_TRACE_BENCHMARKING to LEVEL (0-3)")
     p.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="seconds before a kernel counts as hung (env MLIRTRACE_TIMEOUT; default 30)")
+    add_store_option(p)
+
+
+def add_store_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", default=None, metavar="DIR|URL",
+                   help="where shared state lives: a directory, or redis://host:port/db to share reproducers, "
+                        "tickets, fuzz examples and tuning results with a fleet of runners (env "
+                        "MLIRTRACE_STORE; default: local files)")
 
 
 def add_module_options(p: argparse.ArgumentParser, *, database: bool = False) -> None:
@@ -71,7 +79,8 @@ def read_source(path: str, func: str | None = None):
 
 
 _OPTIONS = {"device": "--device", "timeout_s": "--timeout", "trace": "--trace", "max_bytes": "--max-bytes",
-            "repro_dir": "--repro-dir"}
+            "repro_dir": "--repro-dir", "store": "--store"}
+_STORES: list = []      # the stores this command opened: closed (what waited pushed) by run_guarded
 
 
 def settings(args):
@@ -81,7 +90,7 @@ def settings(args):
 
     values = {"device": getattr(args, "device", None), "timeout_s": getattr(args, "timeout", None),
               "trace": getattr(args, "trace", None), "max_bytes": getattr(args, "max_bytes", None),
-              "repro_dir": getattr(args, "repro_dir", None)}
+              "repro_dir": getattr(args, "repro_dir", None), "store": getattr(args, "store", None)}
     try:
         return resolve(values, option_names=_OPTIONS)
     except SettingError as e:
@@ -92,15 +101,37 @@ def session(args, **kw):
     """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main): its
     settings' device, timeout, trace level, planted faults and size limit; the tuning database of
     ``MLIRTRACE_TUNING_DB`` (else the default one), or with ``--no-database`` one in memory only."""
-    from ..engine.database import MemoryDatabase, TuningDatabase
+    from ..engine.database import MemoryDatabase
     from ..trace import TraceConfig, TraceSession
 
     st = settings(args)
     config = TraceConfig.from_level(st.trace) if st.trace is not None else TraceConfig.from_env()
     kw.setdefault("inject", st.inject or None)
     kw.setdefault("max_bytes", st.max_bytes)
-    kw.setdefault("database", MemoryDatabase() if getattr(args, "no_database", False) else TuningDatabase(st.tuning_db))
+    if "database" not in kw:
+        kw["database"] = MemoryDatabase() if getattr(args, "no_database", False) else \
+            store(args).tuning_database(store(args).local_path("tuning.json", st.tuning_db))
     return TraceSession(st.device, config=config, timeout_s=st.timeout_s, **kw)
+
+
+def store(args):
+    """The command's :class:`~pytest_mlirtrace.store.Store` (``--store`` / ``MLIRTRACE_STORE``), opened once
+    and closed when the command ends (:func:`run_guarded`)."""
+    from ..store import Store
+
+    if _STORES and _STORES[0][0] is args:
+        return _STORES[0][1]
+    s = Store(settings(args).store)
+    _STORES.insert(0, (args, s))
+    return s
+
+
+def repro_writer(args, default: str = "reproducers"):
+    """The command's reproducer writer: ``--repro-dir`` (or the store's directory, or ``default``) through
+    the store (a fleet's writes one reproducer per signature fleet-wide)."""
+    st = settings(args)
+    s = store(args)
+    return s.repro_writer(s.local_path("reproducers", st.repro_dir) or default)
 
 
 def open_module(args, **kw):
@@ -188,7 +219,11 @@ def run_guarded(fn, args) -> int:
 
     where = getattr(args, "file", None) or getattr(args, "log", None) or "mlirtrace"
     try:
-        return int(fn(args))
+        try:
+            return int(fn(args))
+        finally:
+            while _STORES:
+                _STORES.pop()[1].close()
     except CLIError as e:
         print(f"mlirtrace: {e}", file=sys.stderr)
         return e.code

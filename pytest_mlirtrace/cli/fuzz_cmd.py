@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from .common import CLIError, run_guarded
+from .common import CLIError, add_store_option, run_guarded, settings
 
 
 def _positive_float(text: str) -> float:
@@ -70,8 +70,9 @@ def add_parser(sub, name):
     p.add_argument("--seed", type=int, default=None, help="seed of the search (default: random)")
     p.add_argument("--device", default=None,
                    help="OpenCL device: pocl (default), nvidia, gpu, cpu, P:D or a name substring")
-    p.add_argument("--repro-dir", default="reproducers", metavar="DIR",
-                   help="where reproducers and tickets go (default: reproducers)")
+    p.add_argument("--repro-dir", default=None, metavar="DIR",
+                   help="where reproducers and tickets go (default: reproducers, or reproducers in a --store "
+                        "directory)")
     p.add_argument("--kinds", type=_kinds, action="extend", default=None, metavar="KIND",
                    help=f"graph kinds to draw, comma or space separated: {', '.join(ALL_KINDS)} (default: all)")
     p.add_argument("--max-dim", type=_positive_int, default=16, metavar="N", help="largest dim (default 16)")
@@ -86,8 +87,11 @@ def add_parser(sub, name):
     p.add_argument("--no-long-reductions", action="store_true",
                    help="don't draw long reductions (K of a dot, reduce and softmax axes up to --max-elements "
                         "with the other dims small)")
-    p.add_argument("--database", default=DEFAULT_DATABASE, metavar="DIR",
-                   help=f"Hypothesis example database (default {DEFAULT_DATABASE}); 'none' for none")
+    p.add_argument("--database", default=None, metavar="DIR",
+                   help=f"Hypothesis example database (default {DEFAULT_DATABASE}, or fuzz-db in a --store "
+                        "directory; with a redis:// store it is read and written together with the fleet's); "
+                        "'none' for none")
+    add_store_option(p)
     p.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
                    help="parallel lanes (default: min(2, CPUs))")
     p.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
@@ -122,10 +126,16 @@ def _run(args) -> int:
 
     from .. import codegen
     from ..fuzz import FuzzOptions, run_and_report
+    from ..fuzz.options import DEFAULT_DATABASE
     from ..strategies import SUPPORTED_KINDS
 
-    database = None if str(args.database).lower() in ("none", "", "off") else args.database
-    o = FuzzOptions(budget_s=args.budget, seed=args.seed, device=args.device, repro_dir=args.repro_dir,
+    from ..store import local_path
+
+    spec = settings(args).store
+    db_arg = args.database if args.database is not None else local_path(spec, "fuzz-db", None) or DEFAULT_DATABASE
+    database = None if str(db_arg).lower() in ("none", "", "off") else db_arg
+    repro_dir = local_path(spec, "reproducers", args.repro_dir) or "reproducers"
+    o = FuzzOptions(budget_s=args.budget, seed=args.seed, device=args.device, repro_dir=repro_dir, store=spec,
                     kinds=tuple(dict.fromkeys(args.kinds)) if args.kinds else SUPPORTED_KINDS,
                     max_dim=args.max_dim, max_elements=args.max_elements, values=args.values,
                     long_reductions=not args.no_long_reductions, database=database, jobs=args.jobs or 0,

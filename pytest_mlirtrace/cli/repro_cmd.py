@@ -1,4 +1,5 @@
-"""``mlirtrace repro list|run|status|prune [DIR]``: a reproducer directory as a whole, for people and CI."""
+"""``mlirtrace repro list|run|status|prune|pull [DIR]``: a reproducer directory as a whole, for people and CI;
+``pull`` fetches a fleet's reproducers from its store."""
 from __future__ import annotations
 
 import json
@@ -8,9 +9,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..vocab.exit_codes import ExitCode
-from .common import CLIError, run_guarded
+from .common import CLIError, add_store_option, run_guarded, settings, store
 
-ACTIONS = ("list", "run", "status", "prune")
+ACTIONS = ("list", "run", "status", "prune", "pull")
 
 
 def add_parser(sub, name):
@@ -22,7 +23,9 @@ def add_parser(sub, name):
                                    "6 when one fails differently, 2 when one could not run as called, else 0. "
                                    "status: the last run's table and exit status, without running. prune: remove "
                                    "the reproducers the last run found fixed (and index entries whose script is "
-                                   "gone).")
+                                   "gone). pull: fetch every reproducer and ticket of a fleet's store (--store "
+                                   "redis://host:port/db or MLIRTRACE_STORE) into DIR, with the fleet's counts and "
+                                   "the machines and devices that hit each.")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("dir", nargs="?", default="reproducers", metavar="DIR",
                    help="the reproducer directory (default: reproducers)")
@@ -33,6 +36,7 @@ def add_parser(sub, name):
     p.add_argument("--device", default=None, help="run: the OpenCL device the reproducers use (default: recorded)")
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    add_store_option(p)
     return p
 
 
@@ -45,6 +49,8 @@ def _run(args) -> int:
     from ..repro.writer import ReproWriter
 
     d = Path(args.dir)
+    if args.action == "pull":
+        return _pull(args, d)
     if not (d / "INDEX.json").is_file():
         raise CLIError(f"{d}: no INDEX.json here: not a reproducer directory mlirtrace wrote")
     if args.timeout <= 0:
@@ -94,6 +100,35 @@ def _run(args) -> int:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     print(", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + f"  (exit {int(code)})")
     return code
+
+
+def _pull(args, d: Path) -> int:
+    from ..store.link import Unreachable
+    from ..store.repros import pull
+
+    spec = settings(args).store
+    if spec is None or not spec.is_redis:
+        raise CLIError("repro pull: name the fleet's store: --store redis://host:port/db (or MLIRTRACE_STORE)")
+    s = store(args)
+    try:
+        got = pull(s.link, d)
+    except Unreachable as e:
+        raise CLIError(f"repro pull: the store is unreachable: {e}", ExitCode.USAGE) from None
+    if args.json:
+        print(json.dumps([w.to_dict() for w in got], indent=1))
+        return ExitCode.OK
+    entries = {e["signature"]: e for e in _index(d)}
+    _table(["signature", "kind", "count", "hit on", "reproducer"],
+           [(w.signature, entries.get(w.signature, {}).get("kind", "?"), str(w.count),
+             ", ".join(sorted(entries.get(w.signature, {}).get("hits", {}))), str(w.script_path)) for w in got])
+    print(f"{len(got)} reproducer(s) pulled from {spec.display()} into {d}")
+    return ExitCode.OK
+
+
+def _index(d: Path) -> list[dict]:
+    from ..repro.writer import ReproWriter
+
+    return ReproWriter(d).index()
 
 
 def _when(t) -> str:

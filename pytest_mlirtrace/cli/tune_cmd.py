@@ -10,7 +10,7 @@ import json
 
 from ..trace import table
 from ..vocab.exit_codes import ExitCode
-from .common import Progress, add_device_options, add_module_options, open_module, run_guarded, settings
+from .common import Progress, add_device_options, add_module_options, open_module, repro_writer, run_guarded
 
 
 def add_parser(sub, name):
@@ -36,7 +36,7 @@ def add_parser(sub, name):
 def _write_reproducers(args, s, start: int, res) -> list:
     """One reproducer per signature for the solutions of ``res`` that failed (from the CompileFailed events
     logged since ``start``), listing the solutions that passed."""
-    from ..repro import ReproWriter, confirm_planted, records_from_events, rerun_without_faults
+    from ..repro import confirm_planted, records_from_events, rerun_without_faults
 
     pipe = s.pipeline
     passed = [r.solution for r in res.rows if r.status == "ok"]
@@ -45,7 +45,7 @@ def _write_reproducers(args, s, start: int, res) -> list:
                                passed=passed, inject=pipe.inject or "", timeout_s=pipe.timeout_s,
                                device_info=pipe.device)
     confirm_planted(recs, lambda rec: rerun_without_faults(s, rec))
-    return ReproWriter(settings(args).repro_dir or "reproducers").write_all(recs, passed=passed)
+    return repro_writer(args).write_all(recs, passed=passed)
 
 
 def _run(args) -> int:

@@ -63,7 +63,7 @@ from ..repro.signature import signature_of
 from ..vocab import ExitCode
 from ..strategies import SUPPORTED_KINDS, fused_cases
 from .coverage import Coverage
-from .examples import keyed_database
+from ..store import Store
 from .options import FuzzOptions
 from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, Finding, FuzzReport, FuzzStats,
                       ShrinkBudgetExhausted, _flatten, _way, _way_class)
@@ -175,7 +175,8 @@ class Fuzzer:
         self.device = runtime.resolve_device(options.device)
         self.jobs = options.jobs or max(1, min(2, os.cpu_count() or 1))
         self.max_solutions = options.max_solutions or 2 * self.jobs
-        self.writer = repro.ReproWriter(options.repro_dir)
+        self.store = Store(options.store)
+        self.writer = self.store.repro_writer(options.repro_dir)
         self._lanes: queue.Queue = queue.Queue()
         self._all_lanes: list[_Lane] = []
         self._exec: ThreadPoolExecutor | None = None
@@ -201,6 +202,7 @@ class Fuzzer:
         if getattr(self, "_tmp", None):
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+        self.store.close()
 
     def _run_one(self, module, mlir_text, sol, seeds):
         """One solution on one lane, for each seed (the kernel is built once: the lane's worker keeps it)."""
@@ -300,7 +302,7 @@ class Fuzzer:
 
     def _test(self, campaign: int):
         o = self.o
-        db = keyed_database(o.database, (sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements,
+        db = self.store.example_database(o.database, (sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements,
                                          o.max_epilogue, self.max_solutions, sorted(o.kind_weights.items()),
                                          self.device.key_name) + ((o.values, o.long_reductions)
                                                                   if (o.values, o.long_reductions) != ("unit", False) else ()))

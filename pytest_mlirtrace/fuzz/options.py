@@ -27,6 +27,7 @@ class FuzzOptions:
     round_trip: bool = True          # every case: module -> MIGraphX text / MLIR (both syntaxes) -> parse -> compare
     long_reductions: bool = True     # gemm K / reduce and softmax axes up to the element cap, other dims small
     database: str | None = DEFAULT_DATABASE
+    store: object | None = None      # a store.StoreSpec; redis: examples, reproducers shared with a fleet
     jobs: int = 0                    # lanes; 0: min(2, cpu count)
     max_solutions: int = 0           # solutions per example; 0: 2 * jobs
     timeout_s: float = 10.0          # per build / run (a hang costs this much; PoCL's first launch of a

@@ -107,8 +107,12 @@ def summary(report, lanes) -> str:
         for f in report.findings:
             w = f.written
             state = "new" if w is None or w.new else f"seen before ({w.count}x)"
+            where = f.path
+            if w is not None and getattr(w, "elsewhere", ""):
+                state = f"written by another runner ({w.count}x fleet-wide)"
+                where = f"{w.signature} in {w.elsewhere} (mlirtrace repro pull)"
             shrunk = "" if f.shrunk else ", not fully shrunk (budget)"
-            lines.append(f"  {f.kind:<14} {f.path}  [{state}{shrunk}; found after {f.first_found_s:.1f}s, "
+            lines.append(f"  {f.kind:<14} {where}  [{state}{shrunk}; found after {f.first_found_s:.1f}s, "
                          f"written after {f.written_s:.1f}s]")
             if f.note:
                 lines.append(f"    note: {f.note}")

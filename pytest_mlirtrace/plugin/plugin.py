@@ -13,6 +13,9 @@ Options (and ini keys):
   ``--mlir-no-repro``      (``mlir_repro = false``) write no reproducers
   ``--mlir-reduce[=S]``    (``mlir_reduce``; else ``MLIRTRACE_REDUCE``) after the run, reduce each new reproducer
                            (``mlirtrace reduce``) for at most S seconds each (bare: 120)
+  ``--mlir-store DIR|URL`` (``mlir_store``; else ``MLIRTRACE_STORE``) where shared state lives: a directory
+                           (``reproducers/`` and ``tuning.json`` under it) or ``redis://host:port/db``
+                           (a fleet: one reproducer per signature fleet-wide, one tuning database)
   ``--mlir-tuning-db PATH`` (``mlir_tuning_db``; else ``MLIRTRACE_TUNING_DB``) the tuning database the fixture
                            reads and writes; by default each test has its own, in memory, so that no test's
                            outcome depends on what another test or an earlier run tuned
@@ -84,7 +87,12 @@ def pytest_addoption(parser):
     g.addoption("--mlir-tuning-db", dest="mlir_tuning_db", default=None, metavar="PATH",
                 help="tuning database file shared by the tests (ini: mlir_tuning_db; env MLIRTRACE_TUNING_DB); "
                      "default: each test has its own, in memory, so no test depends on another's tuning")
+    g.addoption("--mlir-store", dest="mlir_store", default=None, metavar="DIR|URL",
+                help="where shared state lives: a directory (reproducers/ and tuning.json under it), or "
+                     "redis://host:port/db to share reproducers, tickets and tuning results with a fleet of "
+                     "runners (ini: mlir_store; env MLIRTRACE_STORE; default: local files)")
     parser.addini("mlir_trace", "mlirtrace trace level 0-3 (like --mlir-trace=LEVEL)", default="")
+    parser.addini("mlir_store", "mlirtrace store: a directory or redis://host:port/db", default="")
     parser.addini("mlir_tuning_db", "mlirtrace tuning database file shared by the tests (relative to the ini "
                                     "file); default: one in memory per test", default="")
     parser.addini("mlir_repro_dir", "mlirtrace reproducer directory (relative to the ini file)", default="")
@@ -128,14 +136,15 @@ class MlirtraceState:
         opt = config.option
         ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
                     "timeout_s": "mlir_timeout", "repro": "mlir_repro", "tuning_db": "mlir_tuning_db",
-                    "reduce_s": "mlir_reduce"}
+                    "reduce_s": "mlir_reduce", "store": "mlir_store"}
         try:
             st = resolve({"trace": opt.mlir_trace, "repro_dir": opt.mlir_repro_dir, "device": opt.mlir_device,
                           "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None,
-                          "tuning_db": opt.mlir_tuning_db, "reduce_s": opt.mlir_reduce},
+                          "tuning_db": opt.mlir_tuning_db, "reduce_s": opt.mlir_reduce, "store": opt.mlir_store},
                          option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
                                        "device": "--mlir-device", "timeout_s": "--mlir-timeout",
-                                       "tuning_db": "--mlir-tuning-db", "reduce_s": "--mlir-reduce"},
+                                       "tuning_db": "--mlir-tuning-db", "reduce_s": "--mlir-reduce",
+                                       "store": "--mlir-store"},
                          env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
                          ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
             check_trace_env(os.environ)
@@ -143,8 +152,12 @@ class MlirtraceState:
             raise pytest.UsageError(str(e)) from None
         self.settings = st
         self.level = st.trace
-        self.repro_dir = self._path("repro_dir") or Path(config.rootpath, "reproducers")
-        self.tuning_db = self._path("tuning_db")     # None: each test has its own, in memory
+        self.store_spec = st.store
+        self._store = None
+        under = Path(st.store.where) if st.store is not None and not st.store.is_redis else None
+        self.repro_dir = self._path("repro_dir") or (under or Path(config.rootpath)) / "reproducers"
+        self.tuning_db = self._path("tuning_db") or (under / "tuning.json" if under else None)
+        # None: each test has its own, in memory (unless a fleet's store shares one)
         self._database = None
         self.device = st.device
         self.timeout_s = st.timeout_s
@@ -172,11 +185,19 @@ class MlirtraceState:
         """The tuning database of one test: the named one (shared by every test), else a new one in memory."""
         from ..engine import MemoryDatabase, TuningDatabase
 
-        if self.tuning_db is None:
+        fleet = self.store_spec is not None and self.store_spec.is_redis
+        if self.tuning_db is None and not fleet:
             return MemoryDatabase()
         if self._database is None:
-            self._database = TuningDatabase(self.tuning_db)
+            self._database = self.store().tuning_database(self.tuning_db) if fleet else TuningDatabase(self.tuning_db)
         return self._database
+
+    def store(self):
+        """The run's :class:`~pytest_mlirtrace.store.Store` (made on first use; closed at the end)."""
+        if self._store is None:
+            from ..store import Store
+            self._store = Store(self.store_spec, say=_store_warning)
+        return self._store
 
     def trace_session(self):
         if self._session is None:
@@ -195,9 +216,22 @@ class MlirtraceState:
 
     def writer(self):
         if self._writer is None:
-            from ..repro import ReproWriter
-            self._writer = ReproWriter(self.repro_dir)
+            self._writer = self.store().repro_writer(self.repro_dir)
         return self._writer
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+class StoreWarning(UserWarning):
+    """The store (``--mlir-store redis://...``) could not be reached, or came back."""
+
+
+def _store_warning(msg: str) -> None:
+    import warnings
+    warnings.warn(StoreWarning(f"mlirtrace: {msg}"), stacklevel=2)
 
 
 def pytest_configure(config):
@@ -205,6 +239,12 @@ def pytest_configure(config):
     state = MlirtraceState(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(_Reporter(state), "mlirtrace-reporter")
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.close()
 
 
 def pytest_report_header(config):
@@ -224,6 +264,13 @@ def pytest_report_header(config):
     device = state.device or "default (PoCL CPU)"
     db = _shown(config, state.tuning_db) if state.tuning_db is not None else "per test, in memory"
     repro = f"reproducers -> {_shown(config, state.repro_dir)}" if state.repro else "reproducers off"
+    fleet = state.store_spec is not None and state.store_spec.is_redis
+    if fleet and state.tuning_db is None:
+        db = f"{state.store_spec.display()} (fleet)"
+    elif fleet:
+        db += f" + {state.store_spec.display()} (fleet)"
+    if fleet:
+        repro += f" (one per signature fleet-wide: {state.store_spec.display()})"
     return f"mlirtrace: device {device}{pocl}, tuning database {db}, {repro}"
 
 

@@ -67,6 +67,9 @@ def solutions_lines(data: dict) -> list[str]:
 def occurrences_line(entry: dict) -> str:
     first, last = one_line(entry.get("first_origin", "")) or "?", one_line(entry.get("last_origin", "")) or "?"
     where = f"first: {first}" + (f"; last: {last}" if entry.get("count", 1) > 1 else "")
+    hits = entry.get("hits") or {}
+    if hits:    # a fleet's store: which machines and devices hit it, how often
+        where += "; hit on: " + ", ".join(f"{one_line(k)} x{v}" for k, v in sorted(hits.items()))
     return f"**Occurrences:** {entry.get('count', 1)} ({where})"
 
 

@@ -34,14 +34,17 @@ class WrittenRepro:
     ticket_path: Path
     new: bool
     count: int
+    elsewhere: str = ""     # a fleet's store holds it, not this directory (another runner wrote it): the store
 
     def to_dict(self) -> dict:
         return {"signature": self.signature, "script_path": str(self.script_path),
-                "ticket_path": str(self.ticket_path), "new": self.new, "count": self.count}
+                "ticket_path": str(self.ticket_path), "new": self.new, "count": self.count,
+                "elsewhere": self.elsewhere}
 
     @classmethod
     def from_dict(cls, d: dict) -> "WrittenRepro":
-        return cls(d["signature"], Path(d["script_path"]), Path(d["ticket_path"]), bool(d["new"]), int(d["count"]))
+        return cls(d["signature"], Path(d["script_path"]), Path(d["ticket_path"]), bool(d["new"]), int(d["count"]),
+                   str(d.get("elsewhere", "")))
 
 
 def render_script(data: dict) -> str:
@@ -147,6 +150,55 @@ class ReproWriter:
             idx["format"] = INDEX_FORMAT
             self._write_index(idx)
             return WrittenRepro(sig, script, ticket, new, int(entry["count"]))
+
+    def files_of(self, sig: str) -> tuple[dict, dict[str, str]]:
+        """``sig``'s index entry and its files (name -> text: the script, the ticket, the ``.mlir``), as
+        this directory holds them (({}, {}) when it does not)."""
+        entry = self._read_index()["reproducers"].get(sig)
+        if not entry:
+            return {}, {}
+        files = {}
+        for k in ("script", "ticket", "mlir"):
+            name = entry.get(k)
+            if name and (self.dir / name).is_file():
+                files[name] = (self.dir / name).read_text(encoding="utf-8")
+        return dict(entry), files
+
+    def adopt(self, entry: dict, files: dict[str, str]) -> WrittenRepro:
+        """Install a reproducer written elsewhere (another runner, through the fleet store): ``files`` (name
+        -> text) and its index ``entry``, whose count and origins replace this directory's; the ticket's
+        occurrence line follows the count. A file name must be a plain name of this signature (no path)."""
+        sig = str(entry.get("signature", ""))
+        if not sig or Path(sig).name != sig:
+            raise ValueError(f"not a reproducer signature: {sig!r}")
+        for name in files:
+            if Path(name).name != name or not name.startswith(sig):
+                raise ValueError(f"{sig}: refusing the file name {name!r} (not a plain name of this signature)")
+        script, ticket = self.paths(sig)
+        with locked(self.dir / ".lock"):
+            for name, text in files.items():
+                if name == ticket.name:
+                    text = update_occurrences(text, entry)
+                atomic_write(self.dir / name, text, 0o755 if name.endswith(".py") else 0o644)
+            idx = self._read_index()
+            new = sig not in idx["reproducers"]
+            idx["reproducers"][sig] = dict(entry)
+            idx["format"] = INDEX_FORMAT
+            self._write_index(idx)
+        return WrittenRepro(sig, script, ticket, new, int(entry.get("count", 1)))
+
+    def set_count(self, sig: str, count: int) -> None:
+        """The count of ``sig`` (the fleet's total) in the index and the ticket's occurrence line."""
+        with locked(self.dir / ".lock"):
+            idx = self._read_index()
+            entry = idx["reproducers"].get(sig)
+            if entry is None or int(entry.get("count", 0)) == count:
+                return
+            entry["count"] = count
+            ticket = self.dir / entry.get("ticket", f"{sig}.md")
+            if ticket.exists():
+                atomic_write(ticket, update_occurrences(ticket.read_text(encoding="utf-8"), entry))
+            self._write_index(idx)
 
     def remove(self, signatures) -> None:
         """Take ``signatures`` out: their script, ticket and ``.mlir`` files and their index entries."""

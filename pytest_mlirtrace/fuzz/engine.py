@@ -26,7 +26,9 @@ bug (:func:`bug_key`: another set of ops than every written bug's shrunk case, o
 stay above 1 where it could be 1 there); a shrink that ends at a written bug is a repeat
 (``stats.repeats``). So every distinct bug gets its signature reported, at a cost bounded by the
 doubling. Erring on the side of reporting: a shrink of a known bug that stops at a local minimum with
-an op more (the shrink budget ran out) is written as a second reproducer.
+an op more (the shrink budget ran out) is written as a second reproducer -- but not a re-shrink that the
+end of the run cut short on a case a written bug explains (every op that bug needed is in it): that is
+counted as a repeat, as nothing shows it is another bug.
 
 Limits: every case runs with the full hang limit (``timeout_s``) however little budget is left (a
 case in flight may overrun the budget by up to that), and builds and the driver's first-launch
@@ -578,6 +580,9 @@ class Fuzzer:
         if kw is None:
             kw = self.known[f.way] = _KnownWay()
         elif f.record is not None and (case_signature(f.record) in kw.signatures or kw.same_bug(f.module)
+                                       # a re-shrink the run's end cut short, of a case a written bug explains:
+                                       # no evidence of another bug (a finished shrink would have been)
+                                       or (not shrunk and self.out_of_time() and kw.explains(f.module))
                                        or self._reduces_to_known(f, kw)):
             # a known way shrunk again, to a bug already written: a repeat; try less often from now on
             kw.next_try *= 2

@@ -130,10 +130,11 @@ def report_dict(report, fz) -> dict:
         "odd_perf_configs": {"drawn": st.odd_drawn, "refused": dict(st.odd_refused)},
         "coverage": st.coverage.to_dict() if st.coverage is not None else {},
         "failures": dict(st.failures), "statuses": dict(st.statuses), "kinds": dict(st.kinds), "inject": fz.inject or "",
-        "exit_code": report.exit_code,
+        "exit_code": report.exit_code, "store": fz.store.summary(),
         "findings": [{
             "kind": f.kind, "way": f.way, "signature": getattr(f.written, "signature", ""), "path": f.path,
             "ticket": str(getattr(f.written, "ticket_path", "") or ""), "new": bool(getattr(f.written, "new", True)),
+            "count": int(getattr(f.written, "count", 1) or 1), "elsewhere": getattr(f.written, "elsewhere", ""),
             "shrunk": f.shrunk, "note": f.note, "first_found_s": round(f.first_found_s, 3), "written_s": round(f.written_s, 3),
             "solution": f.solution, "seed": f.seed, "symbol": f.module.symbol_name(),
             "ops": f.module.ops(),

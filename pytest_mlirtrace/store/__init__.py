@@ -108,6 +108,15 @@ class Store:
 
         return TuningDatabase()
 
+    def summary(self) -> dict | None:
+        """What a report says of the store: None for the local default."""
+        if self.spec is None:
+            return None
+        if not self.is_fleet:
+            return {"store": self.spec.display()}
+        return {"store": self.spec.display(), "redis_calls": self.link.calls, "outages": self.link.outages,
+                "unpushed": len(self.outbox)}
+
     def close(self) -> int:
         """Push what waits; the number of items left unpushed (said, with where they are kept)."""
         if not self.is_fleet:
@@ -115,6 +124,12 @@ class Store:
         if not self.link.up:
             self.link.ping()      # the last chance this run has to push (runs the flush when back)
         left = len(self.outbox) if not self.link.up else self.flush()[1]
+        if self._writer is not None and self.link.up:
+            from .link import Unreachable
+            try:
+                self._writer.refresh()
+            except Unreachable:
+                pass
         if left:
             self.say(f"warning: could not push {left} item(s) to the store {self.spec.display()}: kept in "
                      f"{self.outbox.path}, pushed by the next run on this machine that reaches it")

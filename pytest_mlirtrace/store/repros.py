@@ -158,6 +158,16 @@ class FleetReproWriter:
             return WrittenRepro(sig, script, ticket, False, count)
         return WrittenRepro(sig, script, ticket, False, count, elsewhere=self.link.spec.display())
 
+    def refresh(self) -> None:
+        """The fleet's counts and hits into this directory's index and tickets, for each signature it holds
+        (the owner's copy follows what the other runners found)."""
+        for e in self.local.index():
+            got = self.fleet.get(e["signature"])
+            if got is not None and (got[0]["count"] != e.get("count") or got[0]["hits"] != e.get("hits")):
+                entry = dict(e, count=got[0]["count"], hits=got[0]["hits"])
+                _, files = self.local.files_of(e["signature"])
+                self.local.adopt(entry, {k: v for k, v in files.items() if k.endswith(".md")})
+
     def push(self, entry: dict) -> None:
         """An outbox entry of :meth:`write`: claim the signature with the local files (if nobody has) and add
         the occurrence; :class:`~.link.Unreachable` when still down."""

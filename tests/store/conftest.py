@@ -31,7 +31,8 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One ``redis-server`` (no persistence) that a test can stop and start again on the same port."""
+    """One ``redis-server`` that a test can stop and start again on the same port; it keeps its data across
+    a stop as a deployed one does (an append-only file in ``workdir``)."""
 
     def __init__(self, binary: str, workdir: Path):
         self.binary, self.workdir, self.port = binary, workdir, free_port()
@@ -43,7 +44,7 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", str(self.workdir)],
+                                      "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

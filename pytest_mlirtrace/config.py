@@ -23,6 +23,7 @@ __all__ = ["Settings", "SettingError", "resolve", "inject_now", "ENV"]
 ENV = {"device": "MLIRTRACE_DEVICE", "timeout_s": "MLIRTRACE_TIMEOUT", "inject": "MLIRTRACE_INJECT",
        "tuning_db": "MLIRTRACE_TUNING_DB", "repro_dir": "MLIRTRACE_REPRO_DIR", "repro": "MLIRTRACE_REPRO",
        "max_bytes": "MLIRTRACE_MAX_BYTES", "reduce_s": "MLIRTRACE_REDUCE", "store": "MLIRTRACE_STORE",
+       "devices": "MLIRTRACE_DEVICES",
        "trace": None}
 
 
@@ -107,6 +108,16 @@ def _bytes(v) -> int:
     return int(n)
 
 
+def _devices(v) -> tuple[str, ...]:
+    """``all``, or device specs separated by commas (``0:0,0:1``, ``nvidia``, ``pocl``)."""
+    specs = tuple(x.strip() for x in str(v).split(",") if x.strip())
+    if not specs:
+        raise ValueError("expected all, or device specs separated by commas (0:0,0:1)")
+    if "all" in (x.lower() for x in specs) and len(specs) > 1:
+        raise ValueError("'all' stands alone: all, or a list of device specs")
+    return ("all",) if specs[0].lower() == "all" else specs
+
+
 def _store(v):
     from .store.spec import parse_store   # a leaf module: no client is imported
 
@@ -115,7 +126,8 @@ def _store(v):
 
 PARSE: dict[str, Callable] = {"device": _text, "timeout_s": _timeout, "trace": _level, "inject": _faults,
                               "tuning_db": _text, "repro_dir": _text, "repro": _bool,
-                              "max_bytes": _bytes, "reduce_s": _reduce, "store": _store}
+                              "max_bytes": _bytes, "reduce_s": _reduce, "store": _store,
+                              "devices": _devices}
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,7 @@ class Settings:
     max_bytes: int = 2 << 30         # the most host memory one module's tensors may take (checked before allocating)
     reduce_s: float | None = None    # pytest: reduce each new reproducer after the run, this long each; None: not
     store: object | None = None      # a store.StoreSpec: a directory or redis://host:port/db; None: the local defaults
+    devices: tuple | None = None     # pytest-xdist: one worker per device (("all",) or specs); None: one device
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:

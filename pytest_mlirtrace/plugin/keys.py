@@ -5,6 +5,7 @@ import pytest
 
 STATE_KEY = pytest.StashKey["MlirtraceState"]()
 FACADE_KEY = pytest.StashKey["Mlirtrace"]()            # or the ExampleFacades of mlirtrace_session.for_example()
+DEVICES_KEY = pytest.StashKey[list]()   # --mlir-devices resolved on the controller (P:D specs)
 PROP_REPRO = "mlirtrace_repro"          # JSON of the WrittenRepro (what the terminal summary reads)
 PROP_SIGNATURE = "mlirtrace_signature"
 PROP_SCRIPT = "mlirtrace_reproducer"
@@ -13,5 +14,6 @@ PROP_MLIR = "mlirtrace_mlir"            # the failing func's MLIR, whole (a CI p
 PROP_MODULE = "mlirtrace_module"        # the migraphx module, whole
 PROP_KEY = "mlirtrace_problem"          # problem key and solution
 PROP_CALL = "mlirtrace_call"            # the test's line that made the failing call
+PROP_DEVICE = "mlirtrace_device"        # --mlir-devices: the device of the worker that ran the test
 SECTION = "mlirtrace: "
 HTML_CLASS = "mlirtrace"                # the pytest-html extras' outer <div class=...>

@@ -49,7 +49,7 @@ from pathlib import Path
 import pytest
 
 from ..config import SettingError, resolve
-from .keys import FACADE_KEY, PROP_REPRO, SECTION, STATE_KEY
+from .keys import DEVICES_KEY, FACADE_KEY, PROP_DEVICE, PROP_REPRO, SECTION, STATE_KEY
 from .trace_env import check_trace_env
 
 
@@ -93,6 +93,11 @@ def pytest_addoption(parser):
                      "runners (ini: mlir_store; env MLIRTRACE_STORE; default: local files)")
     parser.addini("mlir_trace", "mlirtrace trace level 0-3 (like --mlir-trace=LEVEL)", default="")
     parser.addini("mlir_store", "mlirtrace store: a directory or redis://host:port/db", default="")
+    g.addoption("--mlir-devices", dest="mlir_devices", default=None, metavar="all|SPEC,SPEC",
+                help="with pytest-xdist: one worker per OpenCL device (all of them, or the specs listed: 0:0,0:1, "
+                     "nvidia, ...), each worker's fixture pinned to its device and the device named in every "
+                     "report; -n defaults to the number of devices (ini: mlir_devices; env MLIRTRACE_DEVICES)")
+    parser.addini("mlir_devices", "mlirtrace: one pytest-xdist worker per OpenCL device: all, or specs", default="")
     parser.addini("mlir_tuning_db", "mlirtrace tuning database file shared by the tests (relative to the ini "
                                     "file); default: one in memory per test", default="")
     parser.addini("mlir_repro_dir", "mlirtrace reproducer directory (relative to the ini file)", default="")
@@ -126,6 +131,77 @@ def pytest_load_initial_conftests(early_config, parser, args):
             args[i] = "--mlir-trace=1"
 
 
+def resolve_settings(config):
+    """The run's :class:`~pytest_mlirtrace.config.Settings` (option > environment > ini); a bad value is a
+    usage error naming where it came from."""
+    opt = config.option
+    ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
+                "timeout_s": "mlir_timeout", "repro": "mlir_repro", "tuning_db": "mlir_tuning_db",
+                "reduce_s": "mlir_reduce", "store": "mlir_store", "devices": "mlir_devices"}
+    try:
+        return resolve({"trace": opt.mlir_trace, "repro_dir": opt.mlir_repro_dir, "device": opt.mlir_device,
+                        "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None,
+                        "tuning_db": opt.mlir_tuning_db, "reduce_s": opt.mlir_reduce, "store": opt.mlir_store,
+                        "devices": opt.mlir_devices},
+                       option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
+                                     "device": "--mlir-device", "timeout_s": "--mlir-timeout",
+                                     "tuning_db": "--mlir-tuning-db", "reduce_s": "--mlir-reduce",
+                                     "store": "--mlir-store", "devices": "--mlir-devices"},
+                       env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
+                       ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
+    except SettingError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def _worker_devices(config) -> list | None:
+    return getattr(config, "workerinput", {}).get("mlirtrace_devices")
+
+
+def _resolve_devices(st) -> list[str]:
+    """The specs (``P:D``) of ``--mlir-devices``: every OpenCL device for ``all`` (enumerated in a
+    subprocess, as the runtime always does), else each spec's device; a usage error naming the source."""
+    from ..runtime import DeviceError, list_devices
+    from ..runtime.device import match_spec
+
+    try:
+        devs = list_devices()
+        if st.devices == ("all",):
+            out = [d.spec for d in devs]
+        else:
+            out = [match_spec(devs, s).spec for s in st.devices]
+    except DeviceError as e:
+        raise pytest.UsageError(f"{st.source('devices')}: {e}") from None
+    if not out:
+        raise pytest.UsageError(f"{st.source('devices')}: no OpenCL device")
+    return list(dict.fromkeys(out))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``--mlir-devices``: the devices resolved once, on the controller; with pytest-xdist and no ``-n`` given,
+    one worker per device (each pinned to its own in ``pytest_configure_node``)."""
+    if _worker_devices(config) is not None or hasattr(config, "workerinput"):
+        return None
+    st = resolve_settings(config)
+    if not st.devices:
+        return None
+    devices = _resolve_devices(st)
+    config.stash[DEVICES_KEY] = devices
+    if config.pluginmanager.hasplugin("xdist") and not getattr(config.option, "numprocesses", None):
+        config.option.numprocesses = len(devices)
+        if getattr(config.option, "dist", "no") == "no":
+            config.option.dist = "load"
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist (controller): each worker gets the device list; it takes the one of its index."""
+    devices = node.config.stash.get(DEVICES_KEY, None)
+    if devices:
+        node.workerinput["mlirtrace_devices"] = list(devices)
+
+
 class MlirtraceState:
     """Per pytest process: options, the lazily made TraceSession and writer, what reports carried.
 
@@ -133,20 +209,8 @@ class MlirtraceState:
 
     def __init__(self, config):
         self.config = config
-        opt = config.option
-        ini_keys = {"trace": "mlir_trace", "repro_dir": "mlir_repro_dir", "device": "mlir_device",
-                    "timeout_s": "mlir_timeout", "repro": "mlir_repro", "tuning_db": "mlir_tuning_db",
-                    "reduce_s": "mlir_reduce", "store": "mlir_store"}
+        st = resolve_settings(config)
         try:
-            st = resolve({"trace": opt.mlir_trace, "repro_dir": opt.mlir_repro_dir, "device": opt.mlir_device,
-                          "timeout_s": opt.mlir_timeout, "repro": False if opt.mlir_no_repro else None,
-                          "tuning_db": opt.mlir_tuning_db, "reduce_s": opt.mlir_reduce, "store": opt.mlir_store},
-                         option_names={"trace": "--mlir-trace", "repro_dir": "--mlir-repro-dir",
-                                       "device": "--mlir-device", "timeout_s": "--mlir-timeout",
-                                       "tuning_db": "--mlir-tuning-db", "reduce_s": "--mlir-reduce",
-                                       "store": "--mlir-store"},
-                         env=os.environ, ini={k: _ini_text(config.getini(v)) for k, v in ini_keys.items()},
-                         ini_names=ini_keys, ini_file=str(config.inipath.name) if config.inipath else "")
             check_trace_env(os.environ)
         except SettingError as e:
             raise pytest.UsageError(str(e)) from None
@@ -160,6 +224,13 @@ class MlirtraceState:
         # None: each test has its own, in memory (unless a fleet's store shares one)
         self._database = None
         self.device = st.device
+        devices = _worker_devices(config) or config.stash.get(DEVICES_KEY, None)
+        self.pinned = None           # --mlir-devices: (this worker's device, every device)
+        if devices:
+            wid = getattr(config, "workerinput", {}).get("workerid", "gw0")
+            i = int(wid[2:]) if wid[2:].isdigit() else 0
+            self.device = devices[i % len(devices)]
+            self.pinned = (self.device, tuple(devices))
         self.timeout_s = st.timeout_s
         self.repro = st.repro
         self.started = time.time()
@@ -262,6 +333,8 @@ def pytest_report_header(config):
     except Exception:   # noqa: BLE001 - a header is never worth a failed run
         pocl = ""
     device = state.device or "default (PoCL CPU)"
+    if state.pinned is not None:
+        device = f"{state.pinned[0]} (one pytest-xdist worker per device: {', '.join(state.pinned[1])})"
     db = _shown(config, state.tuning_db) if state.tuning_db is not None else "per test, in memory"
     repro = f"reproducers -> {_shown(config, state.repro_dir)}" if state.repro else "reproducers off"
     fleet = state.store_spec is not None and state.store_spec.is_redis
@@ -384,6 +457,12 @@ def pytest_runtest_makereport(item, call):
     later loses nothing), add the report sections and the junit properties."""
     outcome = yield
     facade = item.stash.get(FACADE_KEY, None)
+    if facade is not None and call.when == "call":
+        state = item.config.stash[STATE_KEY]
+        if state.pinned is not None:       # --mlir-devices: every report names its worker's device
+            prop = (PROP_DEVICE, state.pinned[0])
+            outcome.get_result().user_properties.append(prop)
+            item.user_properties.append(prop)      # junitxml writes them from the teardown report
     if facade is None or not facade.spans or call.excinfo is None:
         return
     rep = outcome.get_result()

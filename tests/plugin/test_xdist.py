@@ -79,3 +79,42 @@ def test_xdist_workers_lose_nothing(inner):
     junit = (inner.path / "junit.xml").read_text()
     for e in index.values():
         assert (f'value="{e["signature"]}"' in junit) == (e["kind"] != "build_error"), e["signature"]
+
+
+FILE_DEVICES = '''
+import os
+
+from mods import DOT_T
+
+
+def test_{i}(mlirtrace, record_property):
+    r = mlirtrace.run(DOT_T, seed={i})
+    record_property("ran_on", mlirtrace.device.spec)
+    assert r.ok
+'''
+
+
+def test_one_worker_per_device_each_pinned_and_named(inner, monkeypatch):
+    """``--mlir-devices all`` with PoCL exposing two CPU devices (``POCL_DEVICES="pthread pthread"``): -n 2 by
+    itself, each worker's fixture runs on its own device, and every report (JUnit) names the device."""
+    monkeypatch.setenv("POCL_DEVICES", "pthread pthread")
+    for i in range(6):
+        inner.makepyfile(**{f"test_d{i}": FILE_DEVICES.replace("{i}", str(i))})
+    res = inner.runpytest_subprocess("--mlir-devices", "all", "-p", "no:cacheprovider", "--junitxml=junit.xml",
+                                     "--dist", "loadfile")
+    out = res.stdout.str()
+    res.stdout.fnmatch_lines(["*6 passed*"])
+    assert "2 workers" in out or "created: 2/2 workers" in out, out
+    import xml.etree.ElementTree as ET
+    ran = {}
+    for case in ET.parse(inner.path / "junit.xml").iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert props["mlirtrace_device"] == props["ran_on"], props      # pinned, and the report says where
+        ran[case.get("classname")] = props["ran_on"]
+    assert len(ran) == 6 and set(ran.values()) == {"0:0", "0:1"}, ran
+
+
+def test_a_device_list_that_matches_nothing_is_a_usage_error(inner):
+    res = inner.runpytest_subprocess("--mlir-devices", "0:0,nosuchdevice", "-p", "no:cacheprovider")
+    assert res.ret == 4      # pytest's usage error
+    res.stderr.fnmatch_lines(["*--mlir-devices (command line)*nosuchdevice*"])

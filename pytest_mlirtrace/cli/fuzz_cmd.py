@@ -121,20 +121,26 @@ def add_parser(sub, name):
     return p
 
 
+def local_paths(args, spec) -> tuple[str, str | None]:
+    """(reproducer directory, example database or None) of the command: as given, else under a directory
+    store, else the defaults (``reproducers``, ``.mlirtrace/fuzz-db``); ``--database none`` for none."""
+    from ..fuzz.options import DEFAULT_DATABASE
+    from ..store import local_path
+
+    db = args.database if args.database is not None else local_path(spec, "fuzz-db", None) or DEFAULT_DATABASE
+    return (local_path(spec, "reproducers", args.repro_dir) or "reproducers",
+            None if str(db).lower() in ("none", "", "off") else db)
+
+
 def _run(args) -> int:
     from hypothesis.errors import InvalidArgument
 
     from .. import codegen
     from ..fuzz import FuzzOptions, run_and_report
-    from ..fuzz.options import DEFAULT_DATABASE
     from ..strategies import SUPPORTED_KINDS
 
-    from ..store import local_path
-
     spec = settings(args).store
-    db_arg = args.database if args.database is not None else local_path(spec, "fuzz-db", None) or DEFAULT_DATABASE
-    database = None if str(db_arg).lower() in ("none", "", "off") else db_arg
-    repro_dir = local_path(spec, "reproducers", args.repro_dir) or "reproducers"
+    repro_dir, database = local_paths(args, spec)
     o = FuzzOptions(budget_s=args.budget, seed=args.seed, device=args.device, repro_dir=repro_dir, store=spec,
                     kinds=tuple(dict.fromkeys(args.kinds)) if args.kinds else SUPPORTED_KINDS,
                     max_dim=args.max_dim, max_elements=args.max_elements, values=args.values,

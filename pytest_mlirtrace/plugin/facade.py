@@ -402,6 +402,11 @@ def _repro_section(written, errors, enabled: bool) -> str:
         return "reproducers are off (--mlir-no-repro / mlir_repro = false)"
     lines = []
     for w in written:
+        if getattr(w, "elsewhere", ""):    # a fleet: another runner wrote it; the store holds it
+            lines += [f"{w.signature}: written by another runner ({w.count} occurrences fleet-wide), kept in the "
+                      f"store {w.elsewhere}",
+                      f"  fetch it:   mlirtrace repro pull DIR --store {w.elsewhere}"]
+            continue
         script = _rel(w.script_path)
         state = "new" if w.new else f"seen before: {w.count} occurrences"
         exits = ("exit 5 = only this test can judge its assertion, 1 = the kernel fails now"

@@ -519,7 +519,10 @@ class _Reporter:
         for sig, rs in by_sig.items():
             count = max(int(r["count"]) for r in rs)
             tag = "new" if any(r["new"] for r in rs) else "repeat"
-            tr.write_line(f"{tag:<6} {sig}  {_rel(rs[0]['script_path'])}  (count {count}: "
+            where = _rel(rs[0]["script_path"])
+            if rs[0].get("elsewhere") and not any(r["new"] for r in rs):
+                where = f"(another runner's, in the store {rs[0]['elsewhere']}: mlirtrace repro pull)"
+            tr.write_line(f"{tag:<6} {sig}  {where}  (count {count}: "
                           f"{', '.join(r['nodeid'] for r in rs)})")
         for e in extra:
             tr.write_line(f"{'index':<6} {e['signature']}  {_rel(str(state.repro_dir / e['script']))}  "

@@ -10,6 +10,8 @@ import pytest
 
 from pytest_mlirtrace.fuzz import report as fuzz_report
 from pytest_mlirtrace.cli.main import build_parser, main
+from pytest_mlirtrace.cli.fuzz_cmd import local_paths
+from pytest_mlirtrace.store import parse_store
 
 
 def parse(*argv):
@@ -22,7 +24,11 @@ def test_fuzz_is_registered_with_its_options():
     assert a.budget == 5.0 and a.seed == 3 and a.kinds == ["gemm", "reduce"] and a.max_dim == 8
     assert a.repro_dir == "r" and a.database == "db" and a.quiet and a.device == "pocl"
     a = parse("--budget", "1")
-    assert a.database == ".mlirtrace/fuzz-db" and a.repro_dir == "reproducers" and a.kinds is None
+    assert a.kinds is None and local_paths(a, None) == ("reproducers", ".mlirtrace/fuzz-db")
+    # a directory store holds both; what is given wins; "none": no example database
+    assert local_paths(a, parse_store("st")) == ("st/reproducers", "st/fuzz-db")
+    assert local_paths(parse("--budget", "1", "--repro-dir", "r", "--database", "none"), parse_store("st")) == ("r", None)
+    assert local_paths(a, parse_store("redis://h:1/0")) == ("reproducers", ".mlirtrace/fuzz-db")
     assert parse("--budget", "1", "--kinds", "conv gemm").kinds == ["conv", "gemm"]
 
 

@@ -41,6 +41,7 @@ def simulated(monkeypatch):
     return calls
 
 
+@pytest.mark.slow   # 20-45 s: run by .ci/run's slow pass, kept out of the default ~10 min
 def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path):
     o = FuzzOptions(budget_s=45, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
                     max_dim=8, verify=False, timeout_s=7.0, compile_timeout_s=33.0, shrink_budget_s=12,
@@ -65,6 +66,7 @@ def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path):
     assert all(f.record.timeout_s == 7.0 for f in rep.findings)
 
 
+@pytest.mark.slow   # 20-45 s: run by .ci/run's slow pass, kept out of the default ~10 min
 def test_a_known_way_is_shrunk_again_less_and_less_often(simulated, tmp_path, monkeypatch):
     """One bug only (B): after it is written, re-shrinks of its way end at its own signature (repeats), and
     each repeat doubles the failures to wait before the next."""

@@ -252,6 +252,7 @@ def test_every_planted_fault_has_a_test():
     assert set(FAULTS) <= set(BUDGETS)
 
 
+@pytest.mark.slow   # 20-45 s: run by .ci/run's slow pass, kept out of the default ~10 min
 def test_clean_tree_short_fuzz_finds_nothing(tmp_path):
     p, data = fuzz(tmp_path, None, 20)
     assert p.returncode == 0, p.stdout + p.stderr

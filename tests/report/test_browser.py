@@ -48,6 +48,7 @@ def chromium():
         browser.close()
 
 
+@pytest.mark.slow   # 20-45 s: run by .ci/run's slow pass, kept out of the default ~10 min
 def test_the_page_renders_in_chromium(inputs, chromium, tmp_path):
     out = tmp_path / "site" / "report.html"
     data = write_report(inputs.repros, out, inputs.db, inputs.fuzz)

@@ -62,7 +62,7 @@ def _run(args) -> int:
             "best": None if res.best is None else {"solution": res.best.span.solution, "time_ms": res.best_ms,
                                                    "from_database": bool(res.from_database)},
             "solutions": [{"solution": r.solution, "status": r.status, "time_ms": r.time_ms, "build_s": r.build_s,
-                           "span": r.span_hash} for r in res.rows],
+                           "span": r.span_hash, "cut": r.cut} for r in res.rows],
             "build_wall_s": res.build_wall_s, "build_sum_s": res.build_sum_s,
             "reproducers": [{"signature": w.signature, "path": str(w.script_path), "new": w.new, "count": w.count}
                             for w in written]}, indent=1))
@@ -70,6 +70,10 @@ def _run(args) -> int:
     print(f"problem: {res.lowered.key}")
     table.echo(table.SOLUTION_COLUMNS, table.solution_rows(res.rows, fastest_first=True))
     print(f"builds: {res.build_wall_s:.2f}s wall for {res.build_sum_s:.2f}s of builds")
+    n_cut = sum(r.cut for r in res.rows)
+    if n_cut:
+        print(f"timing cut short for {n_cut} solution(s) ('>' before the time): a launch took over "
+              f"{s.pipeline.cut_factor:g}x the best so far")
     if res.best is None:
         print("no solution built and matched the oracle")
     else:

@@ -67,6 +67,7 @@ class BenchRow:
     build_s: float
     span_hash: str
     detail: str = ""
+    cut: bool = False        # timed fewer times: a launch took longer than cut_factor x the best so far
 
 
 @dataclass
@@ -136,13 +137,17 @@ def parse_solution(problem, text: str, inject=None):
     return codegen.Solution.parse(problem.kind, text, faults=codegen.parse_inject(inject))
 
 
+CUT_FACTOR = 1.5
+
+
 class Pipeline:
     """The compile/benchmark pipeline on one device, with listeners for its trace events."""
 
     def __init__(self, device=None, *, listeners: list[Listener] | None = None, pool=None,
                  database: TuningDatabase | None = None, timeout_s: float = 30.0, build_timeout_s: float = 300.0,
                  warmup: int = 1,
-                 repeats: int = 5, inject: str | None = None, seed: int = 0, max_bytes: int | None = None):
+                 repeats: int = 5, inject: str | None = None, seed: int = 0, max_bytes: int | None = None,
+                 cut_factor: float | None = CUT_FACTOR):
         self.device = device if hasattr(device, "key_name") else runtime.resolve_device(device)
         self.listeners: list[Listener] = list(listeners or [])
         self._pool = pool
@@ -151,6 +156,9 @@ class Pipeline:
         # a slow build on a loaded machine is not a hung kernel: builds get their own, longer limit
         self.build_timeout_s = max(build_timeout_s, timeout_s)
         self.warmup, self.repeats = warmup, repeats
+        # a tune stops timing a solution once one launch takes longer than this many times the best so far
+        # (its outputs are still checked); None: every solution is timed warmup + repeats times
+        self.cut_factor = cut_factor
         self.inject = (inject if inject is not None else inject_now()) or None
         self.seed = seed
         self.max_bytes = max_bytes      # host memory one checked run may take (None: no limit)
@@ -328,8 +336,9 @@ class Pipeline:
             self._emit(SolutionBenchmarking(low.key, c.span.solution, c.span.hash, low.mlir_hash))
             t = None
             if c.ok:
+                cutoff = best_ms * self.cut_factor if best_ms is not None and self.cut_factor else None
                 r = self.pool.run(c.job, warmup=self.warmup, repeats=self.repeats, timeout_s=self.timeout_s,
-                                  compile_timeout_s=self.build_timeout_s)
+                                  compile_timeout_s=self.build_timeout_s, cutoff_ms=cutoff)
                 if r.status != "ok":
                     c.status, c.error = r.status, r.error
                     self._fail(c, "benchmark")
@@ -343,7 +352,8 @@ class Pipeline:
                         t = r.median_ms
                         if best_ms is None or t < best_ms:
                             best, best_ms = c, t
-            rows.append(BenchRow(c.span.solution, c.status, t, c.build_s, c.span.hash, c.error))
+            cut = bool(t is not None and r.cut)
+            rows.append(BenchRow(c.span.solution, c.status, t, c.build_s, c.span.hash, c.error, cut=cut))
             self._emit(SolutionFinished(c.span.solution, c.status, t, c.span.hash, c.build_s, c.error))
             if progress is not None:
                 progress(n + 1, len(compiled), rows[-1])

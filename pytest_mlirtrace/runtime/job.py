@@ -152,6 +152,7 @@ class JobResult:
     key: str = ""               # program key
     cached: bool = False        # program was already built in that worker
     worker_pid: int | None = None
+    cut: bool = False           # timing stopped early: a launch took longer than the run's cutoff_ms
 
     @property
     def ok(self) -> bool:

@@ -314,7 +314,8 @@ class WorkerPool:
                          times_ms=r.get("times_ms", []) or [], build_log=r.get("build_log", ""),
                          error=err, signal=r.get("signal"), build_s=float(r.get("build_s", 0.0)),
                          wall_s=wall_s, stderr=tail, label=job.label, key=job.key,
-                         cached=bool(r.get("cached", False)), worker_pid=r.get("worker_pid"))
+                         cached=bool(r.get("cached", False)), worker_pid=r.get("worker_pid"),
+                         cut=bool(r.get("cut", False)))
 
     def _pick_slot(self, key: str | None) -> _Slot:
         with self._lock:
@@ -405,20 +406,24 @@ class WorkerPool:
 
     def run(self, job: KernelJob, *, warmup: int = 0, repeats: int = 1,
             timeout_s: float | None = None, exclusive: bool | None = None,
-            compile_timeout_s: float | None = None) -> JobResult:
+            compile_timeout_s: float | None = None, cutoff_ms: float | None = None) -> JobResult:
         """Build (if needed) and launch *job*; outputs are the OutBufs in order.
 
         ``timeout_s`` limits the launches; a build the worker still has to do and the driver's
         first-launch compile get ``compile_timeout_s`` each (None: ``timeout_s``).
 
         ``times_ms`` holds one profiling-event time per repeat.  Timed runs
-        (warmup/repeats, or ``exclusive=True``) never overlap each other.
+        (warmup/repeats, or ``exclusive=True``) never overlap each other. ``cutoff_ms``: once a timed
+        launch takes longer (a warm-up launch: 1.5x longer), no more are made (``cut`` set; the outputs are the
+        last launch's).
         """
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         timed = (warmup > 0 or repeats > 1) if exclusive is None else bool(exclusive)
         msg = job.to_wire()
         msg.update(op="run", warmup=int(warmup), repeats=int(repeats))
+        if cutoff_ms is not None:
+            msg["cutoff_ms"] = float(cutoff_ms)
         guard = _bench_guard(self._device_key()) if timed else contextlib.nullcontext()
         with guard:
             t0 = time.monotonic()

@@ -102,8 +102,15 @@ def solution_rows(rows, *, fastest_first: bool = False) -> list[tuple[str, ...]]
     ``build_s`` and ``span_hash`` (BenchRow, SolutionFinished); fastest first (untimed last) if asked."""
     if fastest_first:
         rows = sorted(rows, key=lambda r: (r.time_ms is None, r.time_ms or 0))
-    return [(r.solution, r.status, f"{r.time_ms:.4f}" if r.time_ms is not None else "-", f"{r.build_s:.2f}",
-             r.span_hash) for r in rows]
+    return [(r.solution, r.status, _time_cell(r), f"{r.build_s:.2f}", r.span_hash) for r in rows]
+
+
+def _time_cell(r) -> str:
+    """The time; ``>`` before it when the tune stopped timing it early (one launch already far slower than
+    the best so far: ``BenchRow.cut``)."""
+    if r.time_ms is None:
+        return "-"
+    return (">" if getattr(r, "cut", False) else "") + f"{r.time_ms:.4f}"
 
 
 def solution_table(rows, *, fastest_first: bool = False) -> str:

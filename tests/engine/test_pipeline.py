@@ -46,6 +46,33 @@ def test_seed_f32_tunes_runs_and_matches_oracle(device, tuning_db):
     assert run.compiled.span.solution == res.best.span.solution
 
 
+def test_a_tune_cuts_clearly_slower_solutions_short_and_checks_them_all(device):
+    """The seed's quick list spans 4 ms to 200 ms solutions on PoCL: with the cut (the default, 1.5x the best
+    so far) the slow ones are timed once or twice, not six times, and each is still checked against the
+    oracle; the fastest is the least time of all; without the cut nothing is cut."""
+    from pytest_mlirtrace.engine import MemoryDatabase
+
+    pipe = Pipeline(device, database=MemoryDatabase())
+    assert pipe.cut_factor == 1.5
+    low = pipe.lower_module(seed_like("f32"))
+    sols = codegen.quick_list(low.problem, device)
+    res = pipe.tune(seed_like("f32"), solutions=sols)
+    ok = [r for r in res.rows if r.status == "ok"]
+    assert len(ok) == len(sols), [r.detail for r in res.rows if r.status != "ok"]
+    cut = [r for r in ok if r.cut]
+    assert cut and all(r.time_ms is not None for r in cut)
+    assert res.best_ms == min(r.time_ms for r in ok)
+    # a solution timed in full (not cut) after a best was known has its median within the cut-off: a median
+    # past it means three of five launches were, and the first of them stopped the timing
+    best = None
+    for r in res.rows:
+        if best is not None and not r.cut:
+            assert r.time_ms <= 1.5 * best, (r.solution, r.time_ms, best)
+        best = r.time_ms if best is None else min(best, r.time_ms)
+    res2 = Pipeline(device, database=MemoryDatabase(), cut_factor=None).tune(seed_like("f32"), solutions=sols[:6])
+    assert not any(r.cut for r in res2.rows)
+
+
 def test_seed_f16_runs_and_matches_oracle(device, tuning_db):
     pipe = Pipeline(device, database=tuning_db)
     mod = seed_like("f16")

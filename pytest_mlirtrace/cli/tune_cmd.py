@@ -72,7 +72,7 @@ def _run(args) -> int:
     print(f"builds: {res.build_wall_s:.2f}s wall for {res.build_sum_s:.2f}s of builds")
     n_cut = sum(r.cut for r in res.rows)
     if n_cut:
-        print(f"timing cut short for {n_cut} solution(s) ('>' before the time): a launch took over "
+        print(f"timing cut short for {n_cut} solution(s) ('>' before the time): two launches took over "
               f"{s.pipeline.cut_factor:g}x the best so far")
     if res.best is None:
         print("no solution built and matched the oracle")

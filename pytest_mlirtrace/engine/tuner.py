@@ -67,7 +67,7 @@ class BenchRow:
     build_s: float
     span_hash: str
     detail: str = ""
-    cut: bool = False        # timed fewer times: a launch took longer than cut_factor x the best so far
+    cut: bool = False        # timed fewer times: two launches took longer than cut_factor x the best so far
 
 
 @dataclass
@@ -156,7 +156,7 @@ class Pipeline:
         # a slow build on a loaded machine is not a hung kernel: builds get their own, longer limit
         self.build_timeout_s = max(build_timeout_s, timeout_s)
         self.warmup, self.repeats = warmup, repeats
-        # a tune stops timing a solution once one launch takes longer than this many times the best so far
+        # a tune stops timing a solution once two launches took longer than this many times the best so far
         # (its outputs are still checked); None: every solution is timed warmup + repeats times
         self.cut_factor = cut_factor
         self.inject = (inject if inject is not None else inject_now()) or None

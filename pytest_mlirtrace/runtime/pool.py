@@ -413,9 +413,9 @@ class WorkerPool:
         first-launch compile get ``compile_timeout_s`` each (None: ``timeout_s``).
 
         ``times_ms`` holds one profiling-event time per repeat.  Timed runs
-        (warmup/repeats, or ``exclusive=True``) never overlap each other. ``cutoff_ms``: once a timed
-        launch takes longer (a warm-up launch: 1.5x longer), no more are made (``cut`` set; the outputs are the
-        last launch's).
+        (warmup/repeats, or ``exclusive=True``) never overlap each other. ``cutoff_ms``: once two
+        launches took longer (a warm-up launch counts when 1.5x longer), no more are made (``cut`` set; the
+        outputs are the last launch's).
         """
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)

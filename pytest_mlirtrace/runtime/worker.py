@@ -23,8 +23,8 @@ MAX_PROGRAMS = 512
 _TEMPFILE_RE = re.compile(r"(?:[^\s:'\"]*/)?tempfile_\w+\.cl")
 # clBuildProgram codes that are the compiler's verdict on the source/options
 _COMPILE_FAILURES = (-11, -15, -17, -43, -66)
-WARMUP_CUT_MARGIN = 1.5    # a warm-up launch is cut only past 1.5x the cutoff (measured: first launches
-#                            within 1.2x of the steady state on PoCL)
+WARMUP_CUT_MARGIN = 1.5    # a warm-up launch counts toward a cut only past 1.5x the cutoff (measured: first
+#                            launches within 1.2x of the steady state on PoCL)
 WARMUP_SOURCE = "__kernel void mlirtrace_warmup(__global int *p) { p[0] = 1; }"
 # a guard zone after every output buffer, filled with GUARD_FILL: a kernel that writes past the end of an
 # output changes it, found on every run (without it such a write corrupts the worker's heap, or not, by chance).
@@ -356,7 +356,7 @@ class _Server:
             lsize = tuple(m["local"]) if m["local"] is not None else None
             warmup, repeats = int(m.get("warmup", 0)), max(int(m.get("repeats", 1)), 1)
             cutoff = m.get("cutoff_ms")      # a tune's "clearly slower than the best so far": stop timing it
-            cut = False
+            cut, over = False, 0
             times = []
             q = self.queue
             for it in range(warmup + repeats):
@@ -375,13 +375,13 @@ class _Server:
                 t_ms = (ev.profile.end - ev.profile.start) * 1e-6
                 if it >= warmup:
                     times.append(t_ms)
-                # a warm-up launch only past 1.5x the cutoff: a first launch may page in or warm caches
-                if cutoff is not None and it + 1 < warmup + repeats and \
-                        t_ms > float(cutoff) * (1.0 if it >= warmup else WARMUP_CUT_MARGIN):
-                    if not times:
-                        times.append(t_ms)      # cut in the warm-up: its one time stands
-                    cut = True                  # the outputs of this launch are still read back and checked
-                    break
+                # two launches past the cutoff (a warm-up launch counts past 1.5x it: a first launch may page in
+                # or warm caches), so that one noisy launch never cuts the best solution short
+                if cutoff is not None and t_ms > float(cutoff) * (1.0 if it >= warmup else WARMUP_CUT_MARGIN):
+                    over += 1
+                    if over >= 2 and it + 1 < warmup + repeats:
+                        cut = True              # the outputs of this launch are still read back and checked
+                        break
             stage = "read back"
             results = []
             overrun = None

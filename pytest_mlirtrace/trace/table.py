@@ -106,8 +106,8 @@ def solution_rows(rows, *, fastest_first: bool = False) -> list[tuple[str, ...]]
 
 
 def _time_cell(r) -> str:
-    """The time; ``>`` before it when the tune stopped timing it early (one launch already far slower than
-    the best so far: ``BenchRow.cut``)."""
+    """The time; ``>`` before it when the tune stopped timing it early (two launches already far slower
+    than the best so far: ``BenchRow.cut``)."""
     if r.time_ms is None:
         return "-"
     return (">" if getattr(r, "cut", False) else "") + f"{r.time_ms:.4f}"

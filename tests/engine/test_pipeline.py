@@ -63,7 +63,7 @@ def test_a_tune_cuts_clearly_slower_solutions_short_and_checks_them_all(device):
     assert cut and all(r.time_ms is not None for r in cut)
     assert res.best_ms == min(r.time_ms for r in ok)
     # a solution timed in full (not cut) after a best was known has its median within the cut-off: a median
-    # past it means three of five launches were, and the first of them stopped the timing
+    # past it means three of five launches were, and the second of them stopped the timing
     best = None
     for r in res.rows:
         if best is not None and not r.cut:

@@ -26,6 +26,16 @@ return 1
 """
 
 
+def _device_key(problem_key: str, device: str) -> str:
+    from ..vocab.problem_key import parse_problem_key
+
+    try:
+        pk = parse_problem_key(problem_key)
+    except ValueError:      # a key of another form: the device as given
+        pk = None
+    return (pk.arch if pk is not None else None) or device
+
+
 def _version() -> str:
     from .. import __version__
 
@@ -40,7 +50,9 @@ class FleetTuningDatabase:
 
     @staticmethod
     def key(problem_key: str, device: str) -> str:
-        return f"{_version()}|{device}|{problem_key}"
+        """``<mlirtrace version>|<device key>|<problem key>``: the device key (``pocl-cpu``, ``nvidia-h200``) is
+        the problem key's arch field, not the local device spec (``0:0`` on one runner is ``1:0`` on another)."""
+        return f"{_version()}|{_device_key(problem_key, device)}|{problem_key}"
 
     def lookup(self, problem_key: str, device: str) -> dict | None:
         try:

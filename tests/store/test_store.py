@@ -139,7 +139,8 @@ def test_a_result_tuned_on_one_runner_is_every_runners(redis_url, tmp_path):
     assert a.lookup("pocl-cpu 2 -t f32 -m 4", "pocl-cpu")["solution"] == "8,8,1"
     b.store("pocl-cpu 2 -t f32 -m 4", "pocl-cpu", "16,4,1", 1.0)
     assert a.lookup("pocl-cpu 2 -t f32 -m 4", "pocl-cpu")["solution"] == "16,4,1"
-    assert a.lookup("pocl-cpu 2 -t f32 -m 4", "nvidia") is None       # keyed by device too
+    assert b.lookup("pocl-cpu 2 -t f32 -m 4", "1:0")["solution"] == "16,4,1"   # another runner's spec, one device key
+    assert a.lookup("nvidia-h200 132 -t f32 -m 4", "0:0") is None              # keyed by the device key
     keys = [k.decode() for k in __import__("redis").Redis.from_url(redis_url).hkeys("mlirtrace:tuning")]
     from pytest_mlirtrace import __version__
     assert keys == [f"{__version__}|pocl-cpu|pocl-cpu 2 -t f32 -m 4"]

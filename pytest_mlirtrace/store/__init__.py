@@ -88,25 +88,17 @@ class Store:
         if not self.is_fleet:
             return 0, 0
         from .examples import FleetDatabase
-        from .repros import FleetReproWriter
-        from .tuning import FleetTuningDatabase
+        from .repros import FleetRepros
+        from .tuning import push_tuning
 
-        link, outbox = self.link, self.outbox
-        handlers = {
-            "example": lambda e: FleetDatabase(link, outbox).replay(e),
-            "repro": lambda e: FleetReproWriter(e["dir"], link, outbox).push(e),
-            "tuning": lambda e: FleetTuningDatabase(self._local_tuning(), link, outbox).push(e),
-        }
-        pushed, left = outbox.flush(handlers)
+        link = self.link
+        handlers = {"example": FleetDatabase(link, self.outbox).replay,
+                    "repro": FleetRepros(link).push,
+                    "tuning": lambda e: push_tuning(link, e)}
+        pushed, left = self.outbox.flush(handlers)
         if pushed:
             self.say(f"pushed {pushed} item(s) found while the store was unreachable to {self.spec.display()}")
         return pushed, left
-
-    @staticmethod
-    def _local_tuning():
-        from ..engine.database import TuningDatabase
-
-        return TuningDatabase()
 
     def summary(self) -> dict | None:
         """What a report says of the store: None for the local default."""

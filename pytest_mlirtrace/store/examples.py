@@ -1,5 +1,6 @@
-"""The fuzz's example database: Hypothesis's directory database (and, on a fleet, Redis), its keys prefixed with what the run
-draws (kinds, dtypes, sizes, device), so a run replays only examples of its own kind of search.
+"""The fuzz's example database: Hypothesis's directory database (and, on a fleet, Redis), its keys prefixed
+with what the run draws (kinds, dtypes, sizes, device), so a run replays only examples of its own kind of
+search.
 
 Hypothesis keys a database by the test function; every campaign's test is the same local function,
 whatever the options. Prefixing the keys through the public ``ExampleDatabase`` interface does what a
@@ -43,8 +44,11 @@ def keyed_database(path: str | None, what: tuple) -> ExampleDatabase | None:
     """The directory database at ``path`` (None: no database) keyed by ``what`` the run draws."""
     if not path:
         return None
-    prefix = hashlib.sha256(repr(what).encode()).hexdigest()[:16].encode()
-    return KeyedDatabase(DirectoryBasedExampleDatabase(path), prefix)
+    return KeyedDatabase(DirectoryBasedExampleDatabase(path), _prefix(what))
+
+
+def _prefix(what: tuple) -> bytes:
+    return hashlib.sha256(repr(what).encode()).hexdigest()[:16].encode()
 
 
 class FleetDatabase(ExampleDatabase):
@@ -102,5 +106,4 @@ def fleet_keyed_database(path: str | None, what: tuple, link, outbox) -> Example
 
     shared = FleetDatabase(link, outbox)
     inner = MultiplexedDatabase(DirectoryBasedExampleDatabase(path), shared) if path else shared
-    prefix = hashlib.sha256(repr(what).encode()).hexdigest()[:16].encode()
-    return KeyedDatabase(inner, prefix)
+    return KeyedDatabase(inner, _prefix(what))

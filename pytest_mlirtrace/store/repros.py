@@ -76,6 +76,19 @@ class FleetRepros:
         won, count, owner = self.link.call(lambda _r: self._script(keys=_keys(sig), args=args), what="reproducer claim")
         return int(won), int(count), owner.decode() if isinstance(owner, bytes) else str(owner or "")
 
+    def push(self, entry: dict) -> None:
+        """An outbox entry of :meth:`FleetReproWriter.write`: claim the signature with the files of the local
+        directory it was written to (if nobody has) and add the occurrence; :class:`~.link.Unreachable` when
+        still down."""
+        local = ReproWriter(entry["dir"])
+        e, files = local.files_of(entry["sig"])
+        if not files:      # removed locally meanwhile: the occurrence still counts
+            self.claim(entry["sig"], None, None, entry["hit"], entry.get("n", 1))
+            return
+        e.pop("count", None)
+        _, count, _ = self.claim(entry["sig"], e, files, entry["hit"], entry.get("n", 1))
+        local.set_count(entry["sig"], count)
+
     def signatures(self) -> list[str]:
         sigs = self.link.call(lambda r: r.smembers(f"{PREFIX}repros"), what="reproducer list")
         return sorted(s.decode() if isinstance(s, bytes) else s for s in sigs)
@@ -168,17 +181,6 @@ class FleetReproWriter:
                 _, files = self.local.files_of(e["signature"])
                 self.local.adopt(entry, {k: v for k, v in files.items() if k.endswith(".md")})
 
-    def push(self, entry: dict) -> None:
-        """An outbox entry of :meth:`write`: claim the signature with the local files (if nobody has) and add
-        the occurrence; :class:`~.link.Unreachable` when still down."""
-        local = ReproWriter(entry["dir"])
-        e, files = local.files_of(entry["sig"])
-        if not files:      # removed locally meanwhile: the occurrence still counts
-            self.fleet.claim(entry["sig"], None, None, entry["hit"], entry.get("n", 1))
-            return
-        e.pop("count", None)
-        won, count, _ = self.fleet.claim(entry["sig"], e, files, entry["hit"], entry.get("n", 1))
-        local.set_count(entry["sig"], count)
 
 
 def pull(link, repro_dir) -> list[WrittenRepro]:

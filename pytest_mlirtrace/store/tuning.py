@@ -12,7 +12,7 @@ import time
 
 from .link import Unreachable
 
-__all__ = ["FleetTuningDatabase"]
+__all__ = ["FleetTuningDatabase", "push_tuning"]
 
 KEY = "mlirtrace:tuning"
 _KEEP_FASTER = """
@@ -46,7 +46,6 @@ class FleetTuningDatabase:
     def __init__(self, local, link, outbox):
         self.local, self.link, self.outbox = local, link, outbox
         self.path = local.path
-        self._script = link.client.register_script(_KEEP_FASTER)
 
     @staticmethod
     def key(problem_key: str, device: str) -> str:
@@ -68,14 +67,9 @@ class FleetTuningDatabase:
         entry = {"op": "tuning", "key": self.key(problem_key, device),
                  "value": {"solution": solution, "time_ms": time_ms, "stored": time.time(), **extra}}
         try:
-            self.push(entry)
+            push_tuning(self.link, entry)
         except Unreachable:
             self.outbox.add(entry)
-
-    def push(self, entry: dict) -> None:
-        v = entry["value"]
-        self.link.call(lambda _r: self._script(keys=[KEY], args=[entry["key"], json.dumps(v), float(v["time_ms"])]),
-                       what="tuning store")
 
     def entries(self) -> dict:
         try:
@@ -89,3 +83,12 @@ class FleetTuningDatabase:
             if k.startswith(prefix):
                 out[k[len(prefix):]] = json.loads(v)
         return out
+
+
+def push_tuning(link, entry: dict) -> None:
+    """One tuning result (``{"key", "value"}``, as :meth:`FleetTuningDatabase.store` makes it) into the fleet's
+    hash, the faster kept; :class:`~.link.Unreachable` when Redis is."""
+    v = entry["value"]
+    script = link.client.register_script(_KEEP_FASTER)
+    link.call(lambda _r: script(keys=[KEY], args=[entry["key"], json.dumps(v), float(v["time_ms"])]),
+              what="tuning store")

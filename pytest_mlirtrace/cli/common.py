@@ -100,7 +100,8 @@ def settings(args):
 def session(args, **kw):
     """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main): its
     settings' device, timeout, trace level, planted faults and size limit; the tuning database of
-    ``MLIRTRACE_TUNING_DB`` (else the default one), or with ``--no-database`` one in memory only."""
+    ``MLIRTRACE_TUNING_DB`` (else ``tuning.json`` of a directory store, else the default one) -- shared with
+    the fleet under a ``redis://`` store --, or with ``--no-database`` one in memory only."""
     from ..engine.database import MemoryDatabase
     from ..trace import TraceConfig, TraceSession
 

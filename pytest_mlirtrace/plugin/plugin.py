@@ -179,15 +179,16 @@ def _resolve_devices(st) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """``--mlir-devices``: the devices resolved once, on the controller; with pytest-xdist and no ``-n`` given,
-    one worker per device (each pinned to its own in ``pytest_configure_node``)."""
-    if _worker_devices(config) is not None or hasattr(config, "workerinput"):
+    one worker per device (each pinned to its own in ``pytest_configure_node``); ``-n 0`` keeps one process
+    (on the first device)."""
+    if hasattr(config, "workerinput"):      # a worker: the controller resolved them
         return None
     st = resolve_settings(config)
     if not st.devices:
         return None
     devices = _resolve_devices(st)
     config.stash[DEVICES_KEY] = devices
-    if config.pluginmanager.hasplugin("xdist") and not getattr(config.option, "numprocesses", None):
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None) is None:
         config.option.numprocesses = len(devices)
         if getattr(config.option, "dist", "no") == "no":
             config.option.dist = "load"

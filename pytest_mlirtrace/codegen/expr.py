@@ -162,40 +162,37 @@ def _combine(terms):
 
 def lin(c: int, terms) -> Lin:
     terms = _combine(terms)
-    # c*(x/d) + x%d*c' ... : fold k*d*FDiv(x, d) + k*FMod(x, d) back into k*x
+    # fold a split back into what was split: k*d*(y/d) + k*(y%d) == k*y, the quotient and the remainder each
+    # found as the atom the simplifier makes of them
     changed = True
     while changed:
         changed = False
         by_key = {a.key(): (a, k) for a, k in terms}
         for a, k in list(terms):
+            pair = None
             if isinstance(a, FMod):
+                # y%d with coefficient k: is fdiv(y, d) a term with coefficient k*d?
                 q = fdiv(a.arg, a.d)
-                if len(q.terms) != 1 or q.const or q.terms[0][1] != 1:
-                    continue
-                dk = q.terms[0][0].key()
-                if dk in by_key:
-                    _, kd = by_key[dk]
-                    if kd == k * a.d:
-                        rest = [(b, kb) for b, kb in terms if b.key() not in (a.key(), dk)]
-                        rest += [(b, kb * k) for b, kb in a.arg.terms]
-                        c += a.arg.const * k
-                        terms = _combine(rest)
-                        changed = True
-                        break
+                if len(q.terms) == 1 and not q.const and q.terms[0][1] == 1:
+                    dk = q.terms[0][0].key()
+                    if dk in by_key and by_key[dk][1] == k * a.d:
+                        pair = (dk, k)
             elif isinstance(a, FDiv) and k % a.d == 0:
-                # k*d*(y/d) + k*(y%d) == k*y where y%d simplifies to one atom (y = x%(d*m): (x%(d*m))%d == x%d)
+                # y/d with coefficient k: is fmod(y, d) a term with coefficient k/d? (y = x%(d*m):
+                # (x%(d*m))%d simplifies to x%d)
                 r = fmod(a.arg, a.d)
-                if r.const or len(r.terms) != 1 or r.terms[0][1] != 1:
-                    continue
-                mk = r.terms[0][0].key()
-                if mk in by_key and by_key[mk][1] * a.d == k:
-                    kk = k // a.d
-                    rest = [(b, kb) for b, kb in terms if b.key() not in (a.key(), mk)]
-                    rest += [(b, kb * kk) for b, kb in a.arg.terms]
-                    c += a.arg.const * kk
-                    terms = _combine(rest)
-                    changed = True
-                    break
+                if len(r.terms) == 1 and not r.const and r.terms[0][1] == 1:
+                    mk = r.terms[0][0].key()
+                    if mk in by_key and by_key[mk][1] * a.d == k:
+                        pair = (mk, k // a.d)
+            if pair is not None:
+                other, mult = pair
+                rest = [(b, kb) for b, kb in terms if b.key() not in (a.key(), other)]
+                rest += [(b, kb * mult) for b, kb in a.arg.terms]
+                c += a.arg.const * mult
+                terms = _combine(rest)
+                changed = True
+                break
     return Lin(int(c), tuple(terms))
 
 

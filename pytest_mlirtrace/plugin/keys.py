@@ -5,6 +5,7 @@ import pytest
 
 STATE_KEY = pytest.StashKey["MlirtraceState"]()
 FACADE_KEY = pytest.StashKey["Mlirtrace"]()            # or the ExampleFacades of mlirtrace_session.for_example()
+SETTINGS_KEY = pytest.StashKey[object]()  # the run's Settings, resolved in pytest_cmdline_main
 DEVICES_KEY = pytest.StashKey[list]()   # --mlir-devices resolved on the controller (P:D specs)
 PROP_REPRO = "mlirtrace_repro"          # JSON of the WrittenRepro (what the terminal summary reads)
 PROP_SIGNATURE = "mlirtrace_signature"

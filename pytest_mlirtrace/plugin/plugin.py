@@ -49,7 +49,7 @@ from pathlib import Path
 import pytest
 
 from ..config import SettingError, resolve
-from .keys import DEVICES_KEY, FACADE_KEY, PROP_DEVICE, PROP_REPRO, SECTION, STATE_KEY
+from .keys import DEVICES_KEY, FACADE_KEY, PROP_DEVICE, PROP_REPRO, SECTION, SETTINGS_KEY, STATE_KEY
 from .trace_env import check_trace_env
 
 
@@ -184,6 +184,7 @@ def pytest_cmdline_main(config):
     if hasattr(config, "workerinput"):      # a worker: the controller resolved them
         return None
     st = resolve_settings(config)
+    config.stash[SETTINGS_KEY] = st        # MlirtraceState takes these: resolved once
     if not st.devices:
         return None
     devices = _resolve_devices(st)
@@ -210,7 +211,7 @@ class MlirtraceState:
 
     def __init__(self, config):
         self.config = config
-        st = resolve_settings(config)
+        st = config.stash.get(SETTINGS_KEY, None) or resolve_settings(config)    # (xdist workers: here)
         try:
             check_trace_env(os.environ)
         except SettingError as e:

@@ -220,10 +220,16 @@ class ReproWriter:
         with several solutions) are one occurrence of one reproducer, listing each failing solution;
         ``passed``: the solutions that worked on the same module. One :class:`WrittenRepro` per
         signature, in the order first seen."""
-        groups: dict[str, list[FailureRecord]] = {}
-        for r in recs:
-            groups.setdefault(signature(r), []).append(r)
-        return [self.write(rs[0], also=rs[1:], passed=passed) for rs in groups.values()]
+        return write_grouped(self, recs, passed)
+
+
+def write_grouped(writer, recs, passed=()) -> list[WrittenRepro]:
+    """``writer.write`` once per signature of ``recs`` (the first record, the others as ``also``), in the
+    order first seen: what every writer's ``write_all`` does."""
+    groups: dict[str, list[FailureRecord]] = {}
+    for r in recs:
+        groups.setdefault(signature(r), []).append(r)
+    return [writer.write(rs[0], also=rs[1:], passed=passed) for rs in groups.values()]
 
 
 def _unique(items) -> list[str]:

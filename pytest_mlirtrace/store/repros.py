@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..repro.payload import device_key
 from ..repro.signature import signature
-from ..repro.writer import ReproWriter, WrittenRepro
+from ..repro.writer import ReproWriter, WrittenRepro, write_grouped
 from .link import Unreachable
 
 __all__ = ["FleetReproWriter", "FleetRepros", "machine_name"]
@@ -137,10 +137,7 @@ class FleetReproWriter:
         self.local.remove(signatures)
 
     def write_all(self, recs, passed=()) -> list[WrittenRepro]:
-        groups: dict[str, list] = {}
-        for r in recs:
-            groups.setdefault(signature(r), []).append(r)
-        return [self.write(rs[0], also=rs[1:], passed=passed) for rs in groups.values()]
+        return write_grouped(self, recs, passed)
 
     def write(self, rec, also=(), passed=()) -> WrittenRepro:
         sig = signature(rec)

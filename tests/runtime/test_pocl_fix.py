@@ -128,8 +128,12 @@ def test_fix_state_consistent():
     if os.environ.get(pf.ENV_OPT_OUT):
         assert not st["pocl_fix"]
         return
-    if st.get("reported_cpu") == "generic":
+    forced = os.environ.get(pf.ENV_TARGET_CPU, "").strip()
+    if st.get("reported_cpu") == "generic" or forced:
+        # LLVM can't name this CPU, or the user named the target (MLIRTRACE_POCL_CPU): patched
         assert st["pocl_fix"], st
+        if forced:
+            assert st["cpu_name"] == forced, st
         assert os.path.isfile(st["patched_lib"])
         root = os.path.dirname(os.path.dirname(os.path.dirname(st["patched_lib"])))
         link = os.path.join(root, "pocl_binary_distribution")

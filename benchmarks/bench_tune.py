@@ -1,20 +1,29 @@
 #!/usr/bin/env python
-"""Quick-tune wall time with and without cutting clearly slower solutions short (issue 19).
+"""Quick-tune wall time, what each of the tuner's savings gives, and where the time goes (issue 19).
 
     python benchmarks/bench_tune.py [--rounds 3] [--file examples/seed_transpose_reshape_dot_add_f32.txt]
-                                    [--device pocl] [--factor 1.5]
+                                    [--dot N [--dtype f32]] [--device pocl|nvidia] [--out results.json]
 
-One process, one worker pool (warm: every kernel built once before the rounds, so builds cost what a cache
-hit costs). Rounds alternate: a quick tune timing every solution ``warmup + repeats`` times (``cut_factor``
-None, what the tuner did before), then one that stops timing a solution once a launch takes longer than
-``--factor`` times the best so far (``Pipeline.cut_factor``). For each: the tune's wall time and where it went
-(lowering, building, launching and timing, checking against the oracle, the rest: inputs, the oracle's
-evaluation, events), how many solutions were cut, and the fastest solution found with its time -- so a cut
-that lost the best solution would show.
+One process, one worker pool, one problem (the seed op by default; ``--dot N``: a plain N x N x N dot). A first,
+cold tune builds every solution (its wall time is reported: what ``mlirtrace tune`` pays on a cold cache); the
+rounds after it find every build in the workers, so they measure the rest. Rounds alternate between the
+variants, each a quick tune of the whole quick list:
+
+- ``before``: every solution timed ``warmup + repeats`` times, its inputs sent to the worker with every run (the
+  tuner of 2026-12-03);
+- ``cut``: a solution's timing stops once two launches took over 1.5x the best so far, or one over 4x
+  (``Pipeline.cut_factor``, ``tuner.CUT_ONCE_FACTOR``); the outputs of a cut solution are still checked;
+- ``cut + inputs kept``: and each worker keeps the inputs on the device, so a run sends only their keys
+  (``WorkerPool.keep_inputs``, ``runtime.InBuf``).
+
+For each: the median wall time and where it went (making the inputs, the numpy oracle and its error bounds,
+lowering, launching and timing, checking, the rest), how many solutions were cut, and the fastest solution
+found with its time, so that a saving that lost the best solution would show.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -23,69 +32,123 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+PARTS = ("inputs", "oracle", "lower", "build", "launch+time", "check", "rest")
+
 
 class _Timed:
     """A Pipeline's parts timed in place (the tune itself is not changed)."""
 
-    def __init__(self, pipe):
-        self.pipe, self.acc = pipe, {}
-        for name in ("_lower", "_build", "_check"):
-            self._wrap(pipe, name, name.strip("_"))
+    def __init__(self, pipe, ir_mod):
+        self.acc: dict[str, float] = {}
+        self.runs: list = []
+        self._undo = []
+        for name, label in (("_inputs", "inputs"), ("_lower", "lower"), ("_build", "build"), ("_check", "check")):
+            self._wrap(pipe, name, label)
         self._wrap(pipe.pool, "run", "launch+time")
+        for name in ("evaluate", "error_bounds"):
+            self._wrap(ir_mod, name, "oracle")
 
     def _wrap(self, obj, name, label):
         orig = getattr(obj, name)
 
         def timed(*a, **k):
             t = time.perf_counter()
+            r = None
             try:
-                return orig(*a, **k)
+                r = orig(*a, **k)
+                return r
             finally:
-                self.acc[label] = self.acc.get(label, 0.0) + time.perf_counter() - t
+                dt = time.perf_counter() - t
+                self.acc[label] = self.acc.get(label, 0.0) + dt
+                if label == "launch+time" and r is not None:     # per solution: wall, kernel times, cut
+                    self.runs.append((a[0].label, round(dt * 1e3, 2), [round(x, 3) for x in r.times_ms], r.cut))
         setattr(obj, name, timed)
+        self._undo.append((obj, name, orig))
+
+    def restore(self):
+        for obj, name, orig in reversed(self._undo):
+            if isinstance(obj, type(sys)):
+                setattr(obj, name, orig)
+            else:
+                delattr(obj, name)      # the instance attribute goes, the class's method is back
+
+
+def _module(args):
+    from pytest_mlirtrace.engine.session import load_module, read_source
+    if args.dot:
+        from pytest_mlirtrace.ir import Module
+        m = Module()
+        s = args.dot
+        m.add_return(m.add("dot", m.add_param("a", args.dtype, [1, s, s]), m.add_param("b", args.dtype, [1, s, s])))
+        return m, None, f"dot {s}x{s}x{s} {args.dtype}"
+    module, mlir = load_module(read_source(args.file), args.file)
+    return module, mlir, args.file
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=str(ROOT / "examples" / "seed_transpose_reshape_dot_add_f32.txt"))
+    ap.add_argument("--dot", type=int, default=0, help="a plain N x N x N dot instead of --file")
+    ap.add_argument("--dtype", default="f32")
     ap.add_argument("--device", default=None)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--factor", type=float, default=1.5)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--out", default=None, help="write the figures as JSON here")
     args = ap.parse_args()
-    from pytest_mlirtrace import engine, runtime
+    from pytest_mlirtrace import engine, ir, runtime
     from pytest_mlirtrace.engine import MemoryDatabase
-    from pytest_mlirtrace.engine.session import load_module, read_source
 
-    module, mlir = load_module(read_source(args.file), args.file)
+    module, mlir, what = _module(args)
     device = runtime.resolve_device(args.device)
     pool = runtime.get_pool(device)
-    engine.Pipeline(device, pool=pool, database=MemoryDatabase()).tune(module, mlir_text=mlir)   # warm-up
-    results: dict[str, list] = {"every solution timed": [], f"cut at {args.factor:g}x the best": []}
-    for _ in range(args.rounds):
-        for label, factor in (("every solution timed", None), (f"cut at {args.factor:g}x the best", args.factor)):
-            pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), cut_factor=factor)
-            timed = _Timed(pipe)
-            t0 = time.perf_counter()
+
+    def tune(label, cut, keep):
+        pool.keep_inputs = keep
+        pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), cut_factor=1.5 if cut else None,
+                               repeats=args.repeats, timeout_s=args.timeout)
+        timed = _Timed(pipe, ir)
+        t0 = time.perf_counter()
+        try:
             res = pipe.tune(module, mlir_text=mlir)
-            wall = time.perf_counter() - t0
-            parts = dict(timed.acc)
-            parts["rest"] = wall - sum(parts.values())
-            results[label].append((wall, parts, res))
-    print(f"device: {device.name} ({device.key_name}); {args.file}; {len(results['every solution timed'][0][2].rows)} "
-          f"solutions in the quick list; {args.rounds} alternating rounds, medians")
-    print(f"{'tune':<26} {'wall s':>7} {'lower':>6} {'build':>6} {'launch+time':>11} {'check':>6} {'rest':>6} "
-          f"{'cut':>4}  fastest found")
+        finally:
+            timed.restore()
+        wall = time.perf_counter() - t0
+        parts = dict(timed.acc)
+        parts["rest"] = wall - sum(parts.values())
+        res.runs = timed.runs
+        return wall, parts, res
+
+    cold = tune("cold", True, True)
+    variants = {"before": (False, False), "cut": (True, False), "cut + inputs kept": (True, True)}
+    results: dict[str, list] = {k: [] for k in variants}
+    for _ in range(args.rounds):
+        for label, (cut, keep) in variants.items():
+            results[label].append(tune(label, cut, keep))
+    n = len(cold[2].rows)
+    print(f"device: {device.name} ({device.key_name}); {what}; {n} solutions in the quick list; "
+          f"{args.rounds} alternating rounds, medians")
+    print(f"cold tune (every solution built, {sum(r.build_s for r in cold[2].rows):.2f} s of builds over "
+          f"{pool.workers} workers): {cold[0]:.2f} s wall, builds {cold[1].get('build', 0):.2f} s of it")
+    print(f"{'tune':<18} {'wall s':>7} " + " ".join(f"{p:>11}" for p in PARTS) + f" {'cut':>4}  fastest found")
+    out = {"device": device.name, "what": what, "solutions": n, "cold_wall_s": cold[0],
+           "cold_parts": cold[1], "variants": {}}
     base = None
     for label, rs in results.items():
         med = statistics.median(w for w, _, _ in rs)
         base = base or med
-        p = {k: statistics.median(r[1].get(k, 0.0) for r in rs) for k in ("lower", "build", "launch+time", "check", "rest")}
+        p = {k: statistics.median(r[1].get(k, 0.0) for r in rs) for k in PARTS}
         cuts = statistics.median(sum(row.cut for row in r[2].rows) for r in rs)
-        fastest = ", ".join(f"{r[2].best.span.solution} {r[2].best_ms:.3f} ms" for r in rs)
-        print(f"{label:<26} {med:>7.2f} {p['lower']:>6.2f} {p['build']:>6.2f} {p['launch+time']:>11.2f} "
-              f"{p['check']:>6.2f} {p['rest']:>6.2f} {cuts:>4g}  {fastest}")
-    cut = statistics.median(w for w, _, _ in results[f"cut at {args.factor:g}x the best"])
-    print(f"speed-up of the cut: {base / cut:.2f}x")
+        fastest = ", ".join(f"{r[2].best.span.solution} {r[2].best_ms:.3f} ms" if r[2].best else "none" for r in rs)
+        print(f"{label:<18} {med:>7.2f} " + " ".join(f"{p[k]:>11.2f}" for k in PARTS) + f" {cuts:>4g}  {fastest}")
+        out["variants"][label] = {"wall_s": med, "parts": p, "cut": cuts, "speedup": base / med,
+                                  "fastest": [(r[2].best.span.solution, r[2].best_ms) if r[2].best else None
+                                              for r in rs]}
+    for label, v in out["variants"].items():
+        print(f"  {label}: {v['speedup']:.2f}x the 'before' tune")
+    out["runs"] = {label: rs[-1][2].runs for label, rs in results.items()}    # the last round's, per solution
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1))
     runtime.close_all_pools()
     return 0
 

@@ -138,6 +138,9 @@ def parse_solution(problem, text: str, inject=None):
 
 
 CUT_FACTOR = 1.5
+# one launch past this many times the best so far stops the timing at once: no noise of a shared machine
+# (at worst a compute thread descheduled: 2x) makes a best solution look so slow
+CUT_ONCE_FACTOR = 4.0
 
 
 class Pipeline:
@@ -221,21 +224,22 @@ class Pipeline:
             return runtime.KernelJob(spec.source, spec.kernel_name, [], tuple(spec.global_size),
                                      tuple(spec.local_size) if spec.local_size else None, spec.build_options,
                                      label=label)
-        # solutions of one problem lay their inputs out alike: share one storage buffer per layout
+        # solutions of one problem lay their inputs out alike: share one storage buffer per layout (one
+        # InBuf: its key, which lets a worker keep the input on the device, is computed once)
         packed = {} if packed is None else packed
-        arrays = []
+        bufs = []
         for b in spec.inputs:
             key = (b.param, b.dtype, b.elements, tuple(b.lens), tuple(b.strides))
             if key not in packed:
                 if b.param not in inputs:
                     raise KeyError(f"no value for parameter {b.param!r}")
-                packed[key] = codegen.pack_input(b, inputs[b.param])
-            arrays.append(packed[key])
+                packed[key] = runtime.InBuf(codegen.pack_input(b, inputs[b.param]))
+            bufs.append(packed[key])
         args = []
-        it = iter(arrays)
+        it = iter(bufs)
         for b in spec.args:
             if b.kind == "input":
-                args.append(runtime.InBuf(next(it)))
+                args.append(next(it))
             elif b.kind == "output":
                 args.append(runtime.OutBuf((max(b.elements, 1),), b.np_dtype))
             elif b.kind == "scratch":
@@ -337,8 +341,9 @@ class Pipeline:
             t = None
             if c.ok:
                 cutoff = best_ms * self.cut_factor if best_ms is not None and self.cut_factor else None
+                once = max(best_ms * CUT_ONCE_FACTOR, cutoff) if cutoff is not None else None
                 r = self.pool.run(c.job, warmup=self.warmup, repeats=self.repeats, timeout_s=self.timeout_s,
-                                  compile_timeout_s=self.build_timeout_s, cutoff_ms=cutoff)
+                                  compile_timeout_s=self.build_timeout_s, cutoff_ms=cutoff, cutoff_once_ms=once)
                 if r.status != "ok":
                     c.status, c.error = r.status, r.error
                     self._fail(c, "benchmark")

@@ -22,11 +22,27 @@ STATUSES = tuple(s.value for s in JOB_STATUSES)   # the words: vocab.status
 
 @dataclass
 class InBuf:
-    """A global buffer initialised from *array* (copied to the device, read-only)."""
+    """A global buffer initialised from *array* (copied to the device, read-only).
+
+    A worker keeps a pristine device copy of each input it was sent, by :attr:`key`, and every later run
+    with the same contents gets a fresh device-side copy of it instead of the array again (a tune sends
+    its inputs once per worker, not once per solution). Share one InBuf between jobs with the same
+    input: its key (a hash of the contents) is computed once."""
     array: np.ndarray
 
     def __post_init__(self):
         self.array = np.ascontiguousarray(self.array)
+        self._key: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The contents' identity: dtype, shape and a hash of the bytes."""
+        if self._key is None:
+            h = hashlib.blake2b(digest_size=16)
+            h.update(f"{self.array.dtype.str}{self.array.shape}".encode())
+            h.update(memoryview(self.array).cast("B"))
+            self._key = h.hexdigest()
+        return self._key
 
 
 @dataclass
@@ -125,7 +141,8 @@ class KernelJob:
         args = []
         for a in self.args:
             if isinstance(a, InBuf):
-                args.append(("in", a.array))
+                # (kind, array, key): the pool leaves the array out when the worker has that key
+                args.append(("in", a.array, a.key if a.array.nbytes else None))
             elif isinstance(a, OutBuf):
                 args.append(("out", a.shape, a.dtype.str, a.fill))
             elif isinstance(a, Scalar):

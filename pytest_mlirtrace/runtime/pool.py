@@ -45,6 +45,16 @@ class _Slot:
         self.index = index
         self.lock = threading.Lock()
         self.worker: WorkerProc | None = None
+        # input keys sent to the worker of serial ``sent_serial`` (it may have dropped some since: it says so)
+        self.sent_inputs: set[str] = set()
+        self.sent_serial = -1
+
+    def inputs_held(self) -> set[str]:
+        """The input keys this slot's worker was sent (emptied when the worker is another one)."""
+        serial = self.worker.serial if self.worker is not None else -1
+        if serial != self.sent_serial:
+            self.sent_inputs, self.sent_serial = set(), serial
+        return self.sent_inputs
 
 
 def _shutdown_slots(slots: list, grace: float = 1.0) -> bool:
@@ -119,6 +129,9 @@ class WorkerPool:
         self._builds: dict[str, JobResult] = {}        # program key -> build result
         self._rr = itertools.count()
         self.stats = {"spawned": 0, "crashes": 0, "hangs": 0}
+        # workers keep the inputs they were sent (see InBuf); False: every run sends its arrays (a benchmark's
+        # "before": benchmarks/bench_tune.py)
+        self.keep_inputs = True
 
         try:   # prepare once here; every worker applies it again after importing pyopencl
             pocl_fix.ensure_opencl_env(import_pyopencl=False)
@@ -406,7 +419,8 @@ class WorkerPool:
 
     def run(self, job: KernelJob, *, warmup: int = 0, repeats: int = 1,
             timeout_s: float | None = None, exclusive: bool | None = None,
-            compile_timeout_s: float | None = None, cutoff_ms: float | None = None) -> JobResult:
+            compile_timeout_s: float | None = None, cutoff_ms: float | None = None,
+            cutoff_once_ms: float | None = None) -> JobResult:
         """Build (if needed) and launch *job*; outputs are the OutBufs in order.
 
         ``timeout_s`` limits the launches; a build the worker still has to do and the driver's
@@ -414,8 +428,11 @@ class WorkerPool:
 
         ``times_ms`` holds one profiling-event time per repeat.  Timed runs
         (warmup/repeats, or ``exclusive=True``) never overlap each other. ``cutoff_ms``: once two
-        launches took longer (a warm-up launch counts when 1.5x longer), no more are made (``cut`` set; the
-        outputs are the last launch's).
+        launches took longer (a warm-up launch counts when 1.5x longer), or one took longer than
+        ``cutoff_once_ms``, no more are made (``cut`` set; the outputs are the last launch's).
+
+        Inputs go to a worker once: it keeps them on the device (see :class:`InBuf`), and later runs there
+        send only their keys.
         """
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
@@ -424,18 +441,39 @@ class WorkerPool:
         msg.update(op="run", warmup=int(warmup), repeats=int(repeats))
         if cutoff_ms is not None:
             msg["cutoff_ms"] = float(cutoff_ms)
+        if cutoff_once_ms is not None:
+            msg["cutoff_once_ms"] = float(cutoff_once_ms)
         guard = _bench_guard(self._device_key()) if timed else contextlib.nullcontext()
         with guard:
             t0 = time.monotonic()
             slot = self._pick_slot(job.key)
             with slot.lock:
-                r = self._request(slot, msg, timeout, job.describe(), compile_timeout_s)
+                r = self._request_with_inputs(slot, msg, timeout, job.describe(), compile_timeout_s)
             res = self._result(r, job, time.monotonic() - t0)
         if res.status == "build_error" or (res.status == "ok" and not res.cached):
             self._remember_build(job.key, JobResult(
                 status=res.status, build_log=res.build_log, error=res.error,
                 build_s=res.build_s, label=job.label, key=job.key))
         return res
+
+    def _request_with_inputs(self, slot: _Slot, msg: dict, timeout_s: float, what: str,
+                             compile_timeout_s: float | None) -> dict:
+        """A run request (slot lock held) without the inputs its worker holds; sent again with them all
+        when the worker had dropped some."""
+        args = msg["args"]
+        if not self.keep_inputs:
+            return self._request(slot, dict(msg, args=[("in", a[1], None) if a[0] == "in" else a for a in args]),
+                                 timeout_s, what, compile_timeout_s)
+        held = slot.inputs_held()
+        lean = [("in", None, a[2]) if a[0] == "in" and a[2] is not None and a[2] in held else a for a in args]
+        r = self._request(slot, dict(msg, args=lean), timeout_s, what, compile_timeout_s)
+        if r.get("status") == "need_inputs":
+            slot.inputs_held().clear()
+            r = self._request(slot, msg, timeout_s, what, compile_timeout_s)
+        held = slot.inputs_held()       # the worker may have been replaced meanwhile: then this is a new set
+        if r.get("status") == "ok":
+            held.update(a[2] for a in args if a[0] == "in" and a[2] is not None)
+        return r
 
     def forget(self, key: str) -> None:
         """Forget the program ``key`` (a job whose results were judged wrong): the worker holding it
@@ -453,6 +491,7 @@ class WorkerPool:
             if w is None or w.serial != loc[1] or not w.alive():
                 return
             self._request(slot, {"op": "forget", "key": key}, self.timeout_s, "forget")
+            slot.inputs_held().clear()       # the worker dropped its inputs too
 
     def _device_key(self) -> str:
         return self.device.key_name if self.device is not None else "device"

@@ -18,7 +18,7 @@ import sys
 from multiprocessing.connection import Connection
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 MAX_PROGRAMS = 512
 _TEMPFILE_RE = re.compile(r"(?:[^\s:'\"]*/)?tempfile_\w+\.cl")
 # clBuildProgram codes that are the compiler's verdict on the source/options
@@ -31,6 +31,10 @@ WARMUP_SOURCE = "__kernel void mlirtrace_warmup(__global int *p) { p[0] = 1; }"
 # (The reproducer's standalone path, which imports nothing of the package, keeps the same two numbers.)
 GUARD_BYTES = 4096
 GUARD_FILL = 0xA5
+# inputs kept on the device between runs (pristine copies, by content key, least recently used dropped first):
+# at most this share of the device's memory, and at most RESIDENT_MAX_BYTES
+RESIDENT_SHARE = 0.25
+RESIDENT_MAX_BYTES = 8 << 30
 
 
 # ------------------------------------------------------- sibling loader ---
@@ -152,6 +156,8 @@ class _Server:
         self.inp = inp
         self.spec = spec
         self.programs = {}   # key -> entry dict (OrderedDict semantics via dict order)
+        self.inputs = {}     # input key -> pristine device buffer (dict order: least recently used first)
+        self.input_bytes = 0
         self.shard = None    # kcache.Shard: this process's part of mlirtrace's PoCL kernel cache
 
     def send(self, obj):
@@ -309,6 +315,11 @@ class _Server:
             return dict(base, status="crash", retire=True, error=ent["error"])
         if not ent["ok"]:
             return dict(base, status="build_error", error=ent["error"])
+        missing = [a[2] for a in m["args"] if a[0] == "in" and len(a) > 2 and a[1] is None
+                   and a[2] not in self.inputs]
+        if missing:     # dropped since the parent sent them: it sends the run again, with the arrays
+            return dict(base, status="need_inputs", keys=missing)
+        keep = {a[2] for a in m["args"] if a[0] == "in" and len(a) > 2 and a[2] is not None}
         # PoCL compiles a kernel's work-group function at its first launch (the command sits SUBMITTED,
         # not RUNNING, meanwhile): the parent times that apart from the run (see pool._request)
         first = not ent.get("launched")
@@ -329,11 +340,19 @@ class _Server:
             for a in m["args"]:
                 kind = a[0]
                 if kind == "in":
-                    arr = np.ascontiguousarray(a[1])
-                    if arr.nbytes:
-                        b = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=arr)
+                    key = a[2] if len(a) > 2 else None
+                    if key is not None:
+                        # every run gets its own copy of the pristine buffer: a kernel that writes to an
+                        # input can't change what the next run reads
+                        src, nbytes = self._resident(key, a[1], keep)
+                        b = cl.Buffer(self.ctx, mf.READ_ONLY, nbytes)
+                        cl.enqueue_copy(self.queue, b, src)
                     else:
-                        b = cl.Buffer(self.ctx, mf.READ_ONLY, 16)
+                        arr = np.ascontiguousarray(a[1])
+                        if arr.nbytes:
+                            b = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=arr)
+                        else:
+                            b = cl.Buffer(self.ctx, mf.READ_ONLY, 16)
                     bufs.append(b)
                     vals.append(b)
                 elif kind == "out":
@@ -356,6 +375,7 @@ class _Server:
             lsize = tuple(m["local"]) if m["local"] is not None else None
             warmup, repeats = int(m.get("warmup", 0)), max(int(m.get("repeats", 1)), 1)
             cutoff = m.get("cutoff_ms")      # a tune's "clearly slower than the best so far": stop timing it
+            cutoff_once = m.get("cutoff_once_ms")    # ... and "far slower": one launch past it is enough
             cut, over = False, 0
             times = []
             q = self.queue
@@ -375,6 +395,11 @@ class _Server:
                 t_ms = (ev.profile.end - ev.profile.start) * 1e-6
                 if it >= warmup:
                     times.append(t_ms)
+                if cutoff_once is not None and t_ms > float(cutoff_once) and it + 1 < warmup + repeats:
+                    if not times:
+                        times.append(t_ms)      # a warm-up launch: the one time there is (first launches run slower)
+                    cut = True
+                    break
                 # two launches past the cutoff (a warm-up launch counts past 1.5x it: a first launch may page in
                 # or warm caches), so that one noisy launch never cuts the best solution short
                 if cutoff is not None and t_ms > float(cutoff) * (1.0 if it >= warmup else WARMUP_CUT_MARGIN):
@@ -421,6 +446,45 @@ class _Server:
                     pass
         return dict(base, status="ok", outputs=results, times_ms=times, error="", cut=cut)
 
+    def _resident(self, key: str, arr, keep=()):
+        """(pristine device buffer, bytes) of input ``key``: made from ``arr`` when it came with the request
+        (again if it was held: the parent thought it was not), else the one held since an earlier run.
+        Inputs in ``keep`` (the rest of this run's) are not dropped to make room."""
+        cl = self.cl
+        if arr is None:
+            buf = self.inputs.pop(key)
+            self.inputs[key] = buf                      # most recently used last
+            return buf, buf.size
+        old = self.inputs.pop(key, None)
+        if old is not None:
+            self.input_bytes -= old.size
+            old.release()
+        arr = self.np.ascontiguousarray(arr)
+        buf = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
+        try:
+            cap = min(int(self.dev.global_mem_size * RESIDENT_SHARE), RESIDENT_MAX_BYTES)
+        except Exception:   # noqa: BLE001 - a driver without the query
+            cap = 1 << 30
+        for k in [k for k in self.inputs if k not in keep]:
+            if self.input_bytes + buf.size <= cap:
+                break
+            dropped = self.inputs.pop(k)
+            self.input_bytes -= dropped.size
+            dropped.release()
+        if buf.size <= cap:
+            self.inputs[key] = buf
+            self.input_bytes += buf.size
+        return buf, buf.size
+
+    def drop_inputs(self) -> None:
+        for buf in self.inputs.values():
+            try:
+                buf.release()
+            except Exception:   # noqa: BLE001
+                pass
+        self.inputs.clear()
+        self.input_bytes = 0
+
     def _await_running(self, ev) -> None:
         """Wait (polling, 1-20 ms) until ``ev`` leaves QUEUED/SUBMITTED: the first-launch compile is over."""
         import time
@@ -439,6 +503,7 @@ class _Server:
         """The parent judged a program's results wrong: drop it, and what it left in the kernel
         cache, so that the next run of it starts cold, as the first did."""
         self.programs.pop(m["key"], None)
+        self.drop_inputs()      # nothing of that run is kept: its inputs are sent again
         removed = self.shard.forget(m["key"]) if self.shard is not None else 0
         return {"op": "result", "status": "ok", "removed": removed}
 
@@ -475,7 +540,7 @@ class _Server:
                      "traceback": traceback.format_exc()}
             finally:
                 if journal:
-                    failed = r.get("status") != "ok"
+                    failed = r.get("status") not in ("ok", "need_inputs")
                     if failed:
                         self.programs.pop(m["key"], None)
                     self.shard.end(ok=not failed)

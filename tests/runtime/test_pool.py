@@ -71,6 +71,80 @@ def test_a_cutoff_stops_timing_and_the_outputs_are_still_right(pool, rng):
     np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
 
 
+def test_one_launch_far_past_cutoff_once_stops_timing(pool, rng):
+    """``cutoff_once_ms`` (a tune's "far slower than the best so far"): one launch past it is enough, the
+    warm-up's included; that launch's time is the one time given, and the outputs are still right."""
+    job, a, b = vadd_job(rng, n=1 << 16)
+    r = pool.run(job, warmup=1, repeats=5, cutoff_once_ms=1e-9)
+    assert r.status == "ok" and r.cut and len(r.times_ms) == 1 and r.times_ms[0] > 0
+    np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    r = pool.run(job, warmup=1, repeats=5, cutoff_ms=1e9, cutoff_once_ms=1e9)
+    assert r.status == "ok" and not r.cut and len(r.times_ms) == 5
+
+
+CLOBBER = """
+__kernel void vadd(__global float *a, __global const float *b, __global float *c, const int n)
+{
+    int i = get_global_id(0);
+    if (i < n) { c[i] = a[i] + b[i]; a[i] = -99.0f; }
+}
+"""
+
+
+def _spy_requests(pool, monkeypatch):
+    sent = []
+    orig = pool._request
+
+    def spy(slot, msg, *a, **k):
+        sent.append(msg)
+        return orig(slot, msg, *a, **k)
+    monkeypatch.setattr(pool, "_request", spy)
+    return sent
+
+
+def test_inputs_go_to_a_worker_once_and_each_run_reads_them_pristine(pool, rng, monkeypatch):
+    """A worker keeps the inputs it was sent: the next run of the same inputs there sends only their keys.
+    Each run gets its own device copy, so a kernel that writes to an input (this one overwrites ``a``) can't
+    change what the next run reads."""
+    job, a, b = vadd_job(rng, n=3000, source=CLOBBER)
+    sent = _spy_requests(pool, monkeypatch)
+    for _ in range(3):
+        r = pool.run(job)
+        assert r.status == "ok", r.error
+        np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    runs = [m for m in sent if m["op"] == "run"]
+    arrays = [[x[1] for x in m["args"] if x[0] == "in"] for m in runs]
+    assert all(isinstance(x, np.ndarray) for x in arrays[0])
+    # later runs on the worker that built it carry no arrays
+    assert all(x is None for arrs in arrays[1:] for x in arrs), [type(x) for arrs in arrays for x in arrs]
+    # a new array with other contents is a new key: sent, and used
+    job2 = KernelJob(CLOBBER, "vadd", [InBuf(a * 2), job.args[1], OutBuf((3000,), np.float32),
+                                       Scalar(np.int32(3000))], job.global_size, job.local_size)
+    r = pool.run(job2)
+    assert r.status == "ok", r.error
+    np.testing.assert_allclose(r.outputs[0], 2 * a + b, rtol=1e-6)
+    last = [x[1] for x in sent[-1]["args"] if x[0] == "in"]
+    assert isinstance(last[0], np.ndarray) and last[1] is None
+
+
+def test_a_worker_that_dropped_its_inputs_is_sent_them_again(pool, rng, monkeypatch):
+    job, a, b = vadd_job(rng, n=2000)
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    slot = next(s for s in pool._slots if s.worker is not None and s.worker.pid == r.worker_pid)
+    with slot.lock:      # the worker drops what it holds (forget does), the pool still thinks it holds them
+        pool._request(slot, {"op": "forget", "key": "no such program"}, 30.0, "forget")
+    assert slot.inputs_held()
+    sent = _spy_requests(pool, monkeypatch)
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    runs = [m for m in sent if m["op"] == "run"]
+    assert len(runs) == 2
+    assert all(x[1] is None for x in runs[0]["args"] if x[0] == "in")
+    assert all(isinstance(x[1], np.ndarray) for x in runs[1]["args"] if x[0] == "in")
+
+
 def test_local_memory_reduction(pool, rng):
     src = """
     __kernel void wgsum(__global const float *x, __global float *out,

@@ -14,7 +14,9 @@ variants, each a quick tune of the whole quick list:
 - ``cut``: a solution's timing stops once two launches took over 1.5x the best so far, or one over 4x
   (``Pipeline.cut_factor``, ``tuner.CUT_ONCE_FACTOR``); the outputs of a cut solution are still checked;
 - ``cut + inputs kept``: and each worker keeps the inputs on the device, so a run sends only their keys
-  (``WorkerPool.keep_inputs``, ``runtime.InBuf``).
+  (``WorkerPool.keep_inputs``, ``runtime.InBuf``);
+- ``+ checked on device``: and each solution's outputs are checked on the device against the oracle's values
+  (kept there too), read back only where some element fails (``Pipeline.device_check``, ``runtime/devcheck.py``).
 
 For each: the median wall time and where it went (making the inputs, the numpy oracle and its error bounds,
 lowering, launching and timing, checking, the rest), how many solutions were cut, and the fastest solution
@@ -95,6 +97,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    ap.add_argument("--variants", default=None,
+                    help="comma-separated subset of: before, cut, cut + inputs kept, + checked on device")
     args = ap.parse_args()
     from pytest_mlirtrace import engine, ir, runtime
     from pytest_mlirtrace.engine import MemoryDatabase
@@ -103,10 +107,11 @@ def main() -> int:
     device = runtime.resolve_device(args.device)
     pool = runtime.get_pool(device)
 
-    def tune(label, cut, keep):
+    def tune(label, cut, keep, on_device):
         pool.keep_inputs = keep
         pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), cut_factor=1.5 if cut else None,
                                repeats=args.repeats, timeout_s=args.timeout)
+        pipe.device_check = on_device
         timed = _Timed(pipe, ir)
         t0 = time.perf_counter()
         try:
@@ -119,18 +124,25 @@ def main() -> int:
         res.runs = timed.runs
         return wall, parts, res
 
-    cold = tune("cold", True, True)
-    variants = {"before": (False, False), "cut": (True, False), "cut + inputs kept": (True, True)}
+    cold = tune("cold", True, True, True)
+    variants = {"before": (False, False, False), "cut": (True, False, False), "cut + inputs kept": (True, True, False),
+                "+ checked on device": (True, True, True)}
+    if args.variants:
+        want = [v.strip() for v in args.variants.split(",")]
+        unknown = [v for v in want if v not in variants]
+        if unknown:
+            ap.error(f"--variants: unknown {unknown}; known: {list(variants)}")
+        variants = {k: v for k, v in variants.items() if k in want}
     results: dict[str, list] = {k: [] for k in variants}
     for _ in range(args.rounds):
-        for label, (cut, keep) in variants.items():
-            results[label].append(tune(label, cut, keep))
+        for label, flags in variants.items():
+            results[label].append(tune(label, *flags))
     n = len(cold[2].rows)
     print(f"device: {device.name} ({device.key_name}); {what}; {n} solutions in the quick list; "
           f"{args.rounds} alternating rounds, medians")
     print(f"cold tune (every solution built, {sum(r.build_s for r in cold[2].rows):.2f} s of builds over "
           f"{pool.workers} workers): {cold[0]:.2f} s wall, builds {cold[1].get('build', 0):.2f} s of it")
-    print(f"{'tune':<18} {'wall s':>7} " + " ".join(f"{p:>11}" for p in PARTS) + f" {'cut':>4}  fastest found")
+    print(f"{'tune':<20} {'wall s':>7} " + " ".join(f"{p:>11}" for p in PARTS) + f" {'cut':>4}  fastest found")
     out = {"device": device.name, "what": what, "solutions": n, "cold_wall_s": cold[0],
            "cold_parts": cold[1], "variants": {}}
     base = None
@@ -140,12 +152,12 @@ def main() -> int:
         p = {k: statistics.median(r[1].get(k, 0.0) for r in rs) for k in PARTS}
         cuts = statistics.median(sum(row.cut for row in r[2].rows) for r in rs)
         fastest = ", ".join(f"{r[2].best.span.solution} {r[2].best_ms:.3f} ms" if r[2].best else "none" for r in rs)
-        print(f"{label:<18} {med:>7.2f} " + " ".join(f"{p[k]:>11.2f}" for k in PARTS) + f" {cuts:>4g}  {fastest}")
+        print(f"{label:<20} {med:>7.2f} " + " ".join(f"{p[k]:>11.2f}" for k in PARTS) + f" {cuts:>4g}  {fastest}")
         out["variants"][label] = {"wall_s": med, "parts": p, "cut": cuts, "speedup": base / med,
                                   "fastest": [(r[2].best.span.solution, r[2].best_ms) if r[2].best else None
                                               for r in rs]}
     for label, v in out["variants"].items():
-        print(f"  {label}: {v['speedup']:.2f}x the 'before' tune")
+        print(f"  {label}: {v['speedup']:.2f}x the '{next(iter(results))}' tune")
     out["runs"] = {label: rs[-1][2].runs for label, rs in results.items()}    # the last round's, per solution
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1))

@@ -13,7 +13,7 @@ import numpy as np
 from ..vocab.status import JOB_STATUSES
 
 __all__ = [
-    "InBuf", "OutBuf", "Scalar", "LocalMem", "KernelArg",
+    "InBuf", "OutBuf", "OutCheck", "Scalar", "LocalMem", "KernelArg",
     "KernelJob", "JobResult", "program_key", "STATUSES",
 ]
 
@@ -43,6 +43,22 @@ class InBuf:
             h.update(memoryview(self.array).cast("B"))
             self._key = h.hexdigest()
         return self._key
+
+
+@dataclass
+class OutCheck:
+    """Check output ``output`` (its position among the job's OutBufs) on the device against the oracle:
+    ``expected`` holds the oracle's values as float64 (int64 for integer kinds), ``bound`` how far each may be
+    off (float64; one element: the same for all). ``kind``: the output's storage, an ir dtype name
+    (``devcheck.KINDS``). Where every element passes, the output is not read back (see :mod:`.devcheck`)."""
+    output: int
+    kind: str
+    expected: "InBuf"
+    bound: "InBuf"
+
+    def to_wire(self) -> tuple:
+        return (self.output, self.kind, self.expected.array, self.expected.key, self.bound.array,
+                self.bound.key, self.bound.array.size == 1)
 
 
 @dataclass
@@ -170,6 +186,14 @@ class JobResult:
     cached: bool = False        # program was already built in that worker
     worker_pid: int | None = None
     cut: bool = False           # timing stopped early: a launch took longer than the run's cutoff_ms
+    # per OutCheck of the run: True where every element passed on the device (that output is None in
+    # ``outputs``: not read back), False where not; None: not checked on the device
+    checked: list | None = None
+
+    @property
+    def checked_ok(self) -> bool:
+        """The run's OutChecks all passed on the device."""
+        return bool(self.checked) and all(self.checked)
 
     @property
     def ok(self) -> bool:

@@ -328,7 +328,7 @@ class WorkerPool:
                          error=err, signal=r.get("signal"), build_s=float(r.get("build_s", 0.0)),
                          wall_s=wall_s, stderr=tail, label=job.label, key=job.key,
                          cached=bool(r.get("cached", False)), worker_pid=r.get("worker_pid"),
-                         cut=bool(r.get("cut", False)))
+                         cut=bool(r.get("cut", False)), checked=r.get("checked"))
 
     def _pick_slot(self, key: str | None) -> _Slot:
         with self._lock:
@@ -420,7 +420,7 @@ class WorkerPool:
     def run(self, job: KernelJob, *, warmup: int = 0, repeats: int = 1,
             timeout_s: float | None = None, exclusive: bool | None = None,
             compile_timeout_s: float | None = None, cutoff_ms: float | None = None,
-            cutoff_once_ms: float | None = None) -> JobResult:
+            cutoff_once_ms: float | None = None, check: list | None = None) -> JobResult:
         """Build (if needed) and launch *job*; outputs are the OutBufs in order.
 
         ``timeout_s`` limits the launches; a build the worker still has to do and the driver's
@@ -433,6 +433,9 @@ class WorkerPool:
 
         Inputs go to a worker once: it keeps them on the device (see :class:`InBuf`), and later runs there
         send only their keys.
+
+        ``check``: :class:`OutCheck` s, outputs to check on the device (see :mod:`.devcheck`); ``checked`` in
+        the result says which passed (those are not read back).
         """
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
@@ -443,6 +446,8 @@ class WorkerPool:
             msg["cutoff_ms"] = float(cutoff_ms)
         if cutoff_once_ms is not None:
             msg["cutoff_once_ms"] = float(cutoff_once_ms)
+        if check:
+            msg["check"] = [c.to_wire() for c in check]
         guard = _bench_guard(self._device_key()) if timed else contextlib.nullcontext()
         with guard:
             t0 = time.monotonic()
@@ -460,19 +465,26 @@ class WorkerPool:
                              compile_timeout_s: float | None) -> dict:
         """A run request (slot lock held) without the inputs its worker holds; sent again with them all
         when the worker had dropped some."""
-        args = msg["args"]
+        args, checks = msg["args"], msg.get("check") or []
         if not self.keep_inputs:
             return self._request(slot, dict(msg, args=[("in", a[1], None) if a[0] == "in" else a for a in args]),
                                  timeout_s, what, compile_timeout_s)
         held = slot.inputs_held()
-        lean = [("in", None, a[2]) if a[0] == "in" and a[2] is not None and a[2] in held else a for a in args]
-        r = self._request(slot, dict(msg, args=lean), timeout_s, what, compile_timeout_s)
+
+        def lean(arr, key):
+            return None if key is not None and key in held else arr
+        lean_msg = dict(msg, args=[("in", lean(a[1], a[2]), a[2]) if a[0] == "in" else a for a in args])
+        if checks:
+            lean_msg["check"] = [(c[0], c[1], lean(c[2], c[3]), c[3], lean(c[4], c[5]), c[5], c[6]) for c in checks]
+        r = self._request(slot, lean_msg, timeout_s, what, compile_timeout_s)
         if r.get("status") == "need_inputs":
             slot.inputs_held().clear()
             r = self._request(slot, msg, timeout_s, what, compile_timeout_s)
         held = slot.inputs_held()       # the worker may have been replaced meanwhile: then this is a new set
         if r.get("status") == "ok":
             held.update(a[2] for a in args if a[0] == "in" and a[2] is not None)
+            if r.get("checked") is not None:        # the worker made the check buffers resident too
+                held.update(k for c in checks for k in (c[3], c[5]))
         return r
 
     def forget(self, key: str) -> None:

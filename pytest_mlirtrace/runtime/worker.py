@@ -158,6 +158,8 @@ class _Server:
         self.programs = {}   # key -> entry dict (OrderedDict semantics via dict order)
         self.inputs = {}     # input key -> pristine device buffer (dict order: least recently used first)
         self.input_bytes = 0
+        self.check_kernels = {}      # storage kind -> the built devcheck kernel
+        self.fp64 = None
         self.shard = None    # kcache.Shard: this process's part of mlirtrace's PoCL kernel cache
 
     def send(self, obj):
@@ -315,11 +317,13 @@ class _Server:
             return dict(base, status="crash", retire=True, error=ent["error"])
         if not ent["ok"]:
             return dict(base, status="build_error", error=ent["error"])
-        missing = [a[2] for a in m["args"] if a[0] == "in" and len(a) > 2 and a[1] is None
-                   and a[2] not in self.inputs]
+        checks = m.get("check") or []
+        sent = [(a[1], a[2]) for a in m["args"] if a[0] == "in" and len(a) > 2]
+        sent += [pair for c in checks for pair in ((c[2], c[3]), (c[4], c[5]))]
+        missing = [k for arr, k in sent if arr is None and k not in self.inputs]
         if missing:     # dropped since the parent sent them: it sends the run again, with the arrays
             return dict(base, status="need_inputs", keys=missing)
-        keep = {a[2] for a in m["args"] if a[0] == "in" and len(a) > 2 and a[2] is not None}
+        keep = {k for _arr, k in sent if k is not None}
         # PoCL compiles a kernel's work-group function at its first launch (the command sits SUBMITTED,
         # not RUNNING, meanwhile): the parent times that apart from the run (see pool._request)
         first = not ent.get("launched")
@@ -407,13 +411,22 @@ class _Server:
                     if over >= 2 and it + 1 < warmup + repeats:
                         cut = True              # the outputs of this launch are still read back and checked
                         break
+            stage = "check"
+            checked = self._check_on_device(checks, outs, keep) if checks else None
+            passed = {c[0] for c, ok in zip(checks, checked or ()) if ok}
+            if checked is not None and not all(checked):
+                passed = set()          # one output failed: all go back, the parent judges them together
             stage = "read back"
             results = []
             overrun = None
             for i, (host, b, _init) in enumerate(outs):
-                if host.nbytes:
+                if i in passed:
+                    results.append(None)
+                elif host.nbytes:
                     cl.enqueue_copy(q, host, b)
-                results.append(host)
+                    results.append(host)
+                else:
+                    results.append(host)
                 guard = np.empty(GUARD_BYTES, np.uint8)
                 cl.enqueue_copy(q, guard, b, src_offset=host.nbytes)
                 changed = np.flatnonzero(guard != GUARD_FILL)
@@ -427,7 +440,7 @@ class _Server:
                             error=f"the kernel wrote past the end of output {i}: the guard zone after it "
                                   f"changed, up to byte {changed[-1] + 1} of {GUARD_BYTES}")
         except cl.Error as e:
-            if stage in ("execute", "read back"):
+            if stage in ("execute", "check", "read back"):
                 # the kernel faulted on the device (e.g. NVIDIA: illegal address,
                 # CL error -9999 / OUT_OF_RESOURCES); the context is unusable now
                 return dict(base, status="crash", retire=True,
@@ -444,7 +457,51 @@ class _Server:
                     b.release()
                 except Exception:
                     pass
-        return dict(base, status="ok", outputs=results, times_ms=times, error="", cut=cut)
+        return dict(base, status="ok", outputs=results, times_ms=times, error="", cut=cut, checked=checked)
+
+    def _check_on_device(self, checks, outs, keep):
+        """Per check of the request: did every element of that output pass (see devcheck.py)? None when the
+        device can't (no double precision) or a kind has no check kernel: then every output goes back."""
+        cl, np = self.cl, self.np
+        dc = _load_sibling("devcheck")
+        if not self._has_fp64() or any(c[1] not in dc.KINDS for c in checks):
+            return None
+        flags = []
+        for out_pos, kind, exp_arr, exp_key, b_arr, b_key, one_bound in checks:
+            host, got, _init = outs[out_pos]
+            n = host.size
+            want, _ = self._resident(exp_key, exp_arr, keep)
+            bound, _ = self._resident(b_key, b_arr, keep)
+            if want.size < n * 8 or bound.size < (1 if one_bound else n) * 8:
+                return None         # not this output's values: let the parent judge
+            knl = self.check_kernels.get(kind)
+            if knl is None:
+                try:
+                    prg = cl.Program(self.ctx, dc.source(kind)).build(devices=[self.dev])
+                    knl = self.check_kernels[kind] = cl.Kernel(prg, dc.KERNEL)
+                except cl.Error:      # the driver won't build it: the parent checks, as without
+                    self.fp64 = False
+                    return None
+            flag = np.zeros(1, np.int32)
+            fbuf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flag)
+            try:
+                if n:
+                    knl.set_args(got, want, bound, np.uint64(n), np.int32(1 if one_bound else 0), fbuf)
+                    cl.enqueue_nd_range_kernel(self.queue, knl, (min(n, 1 << 18),), None)
+                cl.enqueue_copy(self.queue, flag, fbuf)
+                self.queue.finish()
+            finally:
+                fbuf.release()
+            flags.append(bool(flag[0] == 0))
+        return flags
+
+    def _has_fp64(self) -> bool:
+        if self.fp64 is None:
+            try:
+                self.fp64 = "cl_khr_fp64" in (self.dev.extensions or "") or bool(self.dev.double_fp_config)
+            except Exception:   # noqa: BLE001 - a driver without the query
+                self.fp64 = False
+        return self.fp64
 
     def _resident(self, key: str, arr, keep=()):
         """(pristine device buffer, bytes) of input ``key``: made from ``arr`` when it came with the request

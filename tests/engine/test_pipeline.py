@@ -8,7 +8,7 @@ import pytest
 
 from pytest_mlirtrace import codegen
 from pytest_mlirtrace.trace import TraceConfig, TraceSession
-from pytest_mlirtrace.engine import Pipeline
+from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
 
 from .conftest import seed_like
 
@@ -162,3 +162,22 @@ def test_f16_dot_converted_to_f32_is_judged_with_f16_tolerance(device, tuning_db
         one_ulp_apart += int((diff > 0).any())
     # what the f32 tolerance got wrong: results that differ by one f16 step do occur
     assert one_ulp_apart > 0
+
+
+@pytest.mark.parametrize("fault", ["", "k_tail_off_by_one"])
+def test_a_tune_checked_on_the_device_judges_every_solution_as_the_host_does(device, fault):
+    """Every solution's verdict is the same whether its outputs are checked on the device (runtime/devcheck.py,
+    the default) or read back and checked here; with a planted fault the wrong ones stay wrong, and their
+    mismatch still names an element (it came from the host's check)."""
+    mod = small_dot(m=19, k=21, n=13)
+    verdicts = {}
+    for on in (True, False):
+        pipe = Pipeline(device, database=MemoryDatabase(), inject=fault, cut_factor=None)
+        pipe.device_check = on
+        res = pipe.tune(mod, use_database=False)
+        verdicts[on] = [(r.solution, r.status) for r in res.rows]
+        if fault:
+            wrong = [r for r in res.rows if r.status == "wrong"]
+            assert wrong and all("output 0" in r.detail for r in wrong), [r.detail for r in res.rows]
+    assert verdicts[True] == verdicts[False]
+    assert fault or all(s == "ok" for _, s in verdicts[True])

@@ -87,6 +87,50 @@ def _module(args):
     return module, mlir, args.file
 
 
+def _cold_rounds(args, device, module, mlir) -> dict:
+    """Cold tunes: a fresh pool each, and a build option no earlier build had (``-D``), so that every
+    solution is built anew (a driver's own cache of machine code may still help, as it would a user)."""
+    from pytest_mlirtrace import engine, ir, runtime
+    from pytest_mlirtrace.engine import MemoryDatabase
+    variants = {"builds, then timing (2 workers)": (False, 2), "builds overlapped (2 workers)": (True, 2),
+                "builds overlapped (4 workers)": (True, 4)}
+    got: dict[str, list] = {k: [] for k in variants}
+    tag = int(time.time())
+    for rnd in range(args.cold):
+        for label, (overlap, workers) in variants.items():
+            tag += 1
+            with runtime.WorkerPool(device, workers=workers) as pool:
+                pool.ping()         # started, warm-up build done: what a tune finds in a running session
+                pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), repeats=args.repeats,
+                                       timeout_s=args.timeout)
+                pipe.overlap_builds = overlap
+                orig = pipe._lower
+
+                def lower(*a, _orig=orig, _tag=tag, **k):
+                    c = _orig(*a, **k)
+                    if c.job is not None:
+                        c.job.build_options = f"{c.job.build_options} -D MLIRTRACE_BENCH_COLD={_tag}".strip()
+                    return c
+                pipe._lower = lower
+                timed = _Timed(pipe, ir)
+                t0 = time.perf_counter()
+                try:
+                    res = pipe.tune(module, mlir_text=mlir)
+                finally:
+                    timed.restore()
+                wall = time.perf_counter() - t0
+                got[label].append((wall, dict(timed.acc), res))
+    print(f"cold tunes ({args.cold} rounds, medians): wall, and the sum of the builds")
+    out = {}
+    for label, rs in got.items():
+        wall = statistics.median(r[0] for r in rs)
+        builds = statistics.median(sum(row.build_s for row in r[2].rows) for r in rs)
+        fastest = ", ".join(f"{r[2].best.span.solution} {r[2].best_ms:.3f} ms" if r[2].best else "none" for r in rs)
+        print(f"  {label:<34} {wall:7.2f} s   builds {builds:6.2f} s   {fastest}")
+        out[label] = {"wall_s": wall, "builds_s": builds}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=str(ROOT / "examples" / "seed_transpose_reshape_dot_add_f32.txt"))
@@ -97,6 +141,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    ap.add_argument("--cold", type=int, default=0, metavar="N",
+                    help="also N rounds of cold tunes (fresh worker pools, every program new to them): builds "
+                         "first, then timing, against builds overlapped with timing, with 2 and 4 workers")
     ap.add_argument("--variants", default=None,
                     help="comma-separated subset of: before, cut, cut + inputs kept, + checked on device")
     args = ap.parse_args()
@@ -156,9 +203,12 @@ def main() -> int:
         out["variants"][label] = {"wall_s": med, "parts": p, "cut": cuts, "speedup": base / med,
                                   "fastest": [(r[2].best.span.solution, r[2].best_ms) if r[2].best else None
                                               for r in rs]}
+    if args.cold:
+        out["cold"] = _cold_rounds(args, device, module, mlir)
     for label, v in out["variants"].items():
         print(f"  {label}: {v['speedup']:.2f}x the '{next(iter(results))}' tune")
     out["runs"] = {label: rs[-1][2].runs for label, rs in results.items()}    # the last round's, per solution
+    out["runs"]["cold"] = cold[2].runs
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1))
     runtime.close_all_pools()

@@ -169,6 +169,9 @@ class Pipeline:
         # a tune checks each solution's outputs on the device, where it can (runtime/devcheck.py): only the
         # outputs that fail there come back to be judged here. False: all come back (a benchmark's "before")
         self.device_check = True
+        # a tune times the first solutions while the rest build: None: on GPUs (on a CPU device the builds
+        # would slow the kernels being timed)
+        self.overlap_builds: bool | None = None
 
     # ---- plumbing -----------------------------------------------------------
     def configured(self, options: RunOptions | None) -> "Pipeline":
@@ -297,14 +300,18 @@ class Pipeline:
         results = self.pool.build([c.job for c in todo], timeout_s=self.build_timeout_s) if todo else []
         wall = time.perf_counter() - t0
         for c, r in zip(todo, results):
-            c.build_s = r.build_s
-            c.build_log = r.build_log
-            if r.status != "ok":
-                c.status, c.error = r.status, r.error
+            self._built(c, r)
         for c in compiled:
             if not c.ok:
                 self._fail(c, "lower" if c.status == "lowering_error" else "build")
         return wall, sum(c.build_s for c in compiled)
+
+    @staticmethod
+    def _built(c: CompiledResult, r) -> None:
+        c.build_s = r.build_s
+        c.build_log = r.build_log
+        if r.status != "ok":
+            c.status, c.error = r.status, r.error
 
     def _check(self, low: Lowered, c: CompiledResult, outputs: list, expected: list, bounds: list) -> str:
         """'' when outputs match the oracle within the error bounds of the computation (ir.error_bounds:
@@ -351,17 +358,49 @@ class Pipeline:
         self._emit(BenchmarkStarted("gpu::mlir_op", low.key, len(solutions), low.mlir_hash, from_db))
 
         inputs = self._inputs(low, self.seed)
-        expected, env = ir.evaluate(low.module, inputs, keep_all=True)
-        bounds = ir.error_bounds(low.module, env)
         packed: dict = {}
         oracle: dict = {}       # the expected values and bounds as the device check takes them, once per output
         compiled = [self._lower(low, s, inputs, packed) for s in solutions]
-        wall, total = self._build(compiled)
-        self._emit(SolutionsBuilt(sum(c.ok for c in compiled), sum(not c.ok for c in compiled), wall, total))
+        overlap = self.overlap_builds if self.overlap_builds is not None else self.device.kind == "gpu"
+        builds: dict[int, object] = {}
+        if overlap:     # time the first solutions while the rest build (a GPU's timing doesn't feel the CPU's load)
+            t_build = time.perf_counter()
+            todo = [c for c in compiled if c.ok]
+            builds = dict(zip(map(id, todo), self.pool.build_async([c.job for c in todo],
+                                                                   timeout_s=self.build_timeout_s)))
+            for c in compiled:
+                if not c.ok:
+                    self._fail(c, "lower")
+            wall = total = 0.0
+        # the oracle: overlapped, while the first builds run; else before anything is built
+        expected, env = ir.evaluate(low.module, inputs, keep_all=True)
+        bounds = ir.error_bounds(low.module, env)
+        if not overlap:
+            wall, total = self._build(compiled)
+            self._emit(SolutionsBuilt(sum(c.ok for c in compiled), sum(not c.ok for c in compiled), wall, total))
+
+        announced = not overlap
+
+        def all_built() -> None:
+            """Overlapped: SolutionsBuilt once the last build is over (before the next solution is timed)."""
+            nonlocal wall, total, announced
+            if announced or not all(f.done() for f in builds.values()):
+                return
+            done = {k: f.result() for k, f in builds.items()}
+            n_ok = sum(done[id(c)].status == "ok" if id(c) in done else c.ok for c in compiled)
+            wall, total = time.perf_counter() - t_build, sum(r.build_s for r in done.values())
+            announced = True
+            self._emit(SolutionsBuilt(n_ok, len(compiled) - n_ok, wall, total))
 
         rows: list[BenchRow] = []
         best, best_ms = None, None
         for n, c in enumerate(compiled):
+            f = builds.get(id(c))
+            if f is not None:
+                self._built(c, f.result())
+                if not c.ok:
+                    self._fail(c, "build")
+                all_built()
             self._emit(SolutionBenchmarking(low.key, c.span.solution, c.span.hash, low.mlir_hash))
             t = None
             if c.ok:
@@ -391,6 +430,7 @@ class Pipeline:
             self._emit(SolutionFinished(c.span.solution, c.status, t, c.span.hash, c.build_s, c.error))
             if progress is not None:
                 progress(n + 1, len(compiled), rows[-1])
+        all_built()
         failures = [c for c in compiled if not c.ok]
         if best is not None:
             self._emit(FastestChosen(low.key, best.span.solution, best_ms, best.span.hash))

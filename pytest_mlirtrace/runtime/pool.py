@@ -25,6 +25,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from concurrent.futures import Future
 
 from .. import fs
 from . import pocl_fix
@@ -45,6 +46,7 @@ class _Slot:
         self.index = index
         self.lock = threading.Lock()
         self.worker: WorkerProc | None = None
+        self.runs_waiting = 0       # runs waiting for this worker: builds let them go first
         # input keys sent to the worker of serial ``sent_serial`` (it may have dropped some since: it says so)
         self.sent_inputs: set[str] = set()
         self.sent_serial = -1
@@ -345,32 +347,43 @@ class WorkerPool:
     # --- public API -----------------------------------------------------
     def build(self, jobs: list[KernelJob], *, timeout_s: float | None = None) -> list[JobResult]:
         """Build all jobs, in parallel across workers.  Results in job order."""
+        return [f.result() for f in self.build_async(jobs, timeout_s=timeout_s, wait=True)]
+
+    def build_async(self, jobs: list[KernelJob], *, timeout_s: float | None = None,
+                    wait: bool = False) -> list[Future]:
+        """Start building all jobs, in parallel across workers, in job order; one future per job (its
+        :class:`JobResult`). A :meth:`run` meanwhile goes before the next build of the worker it needs, so
+        that a tune can time the first solutions while the rest build (``wait``: return once all are built)."""
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         jobs = list(jobs)
-        results: list[JobResult | None] = [None] * len(jobs)
-        firsts: dict[str, int] = {}
-        for i, j in enumerate(jobs):
-            firsts.setdefault(j.key, i)
+        futures: dict[str, Future] = {}
         todo: deque[str] = deque()
-        done: dict[str, JobResult] = {}
-        for key, i in firsts.items():
-            prev = self._builds.get(key)
-            if prev is not None and (prev.status == "build_error" or self._held(key)):
-                done[key] = JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0})
+        for j in jobs:
+            if j.key in futures:
+                continue
+            f = futures[j.key] = Future()
+            prev = self._builds.get(j.key)
+            if prev is not None and (prev.status == "build_error" or self._held(j.key)):
+                f.set_result(JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0, "label": j.label}))
             else:
-                todo.append(key)
+                todo.append(j.key)
+        first = {}
+        for j in jobs:
+            first.setdefault(j.key, j)
         qlock = threading.Lock()
-        errors: list[BaseException] = []
 
         def drain(slot: _Slot):
+            key = None
             try:
                 while True:
                     with qlock:
                         if not todo:
                             return
                         key = todo.popleft()
-                    job = jobs[firsts[key]]
+                    job = first[key]
+                    while slot.runs_waiting:            # a run waits for this worker: it goes first
+                        time.sleep(0.002)
                     t0 = time.monotonic()
                     with slot.lock:
                         r = self._request(slot, {"op": "build", "key": key, "source": job.source,
@@ -379,29 +392,33 @@ class WorkerPool:
                     res = self._result(r, job, time.monotonic() - t0)
                     if res.status in ("ok", "build_error"):
                         self._remember_build(key, res)
-                    with qlock:
-                        done[key] = res
-            except BaseException as e:  # pragma: no cover - bug guard
-                errors.append(e)
+                    futures[key].set_result(res)
+                    key = None
+            except BaseException as e:  # noqa: BLE001 - the environment failed (or a bug): every waiter hears
+                with qlock:
+                    rest = ([key] if key is not None else []) + list(todo)
+                    todo.clear()
+                for k in rest:
+                    if not futures[k].done():
+                        futures[k].set_exception(e)
 
         n = min(len(self._slots), len(todo))
-        if n == 1:
-            drain(self._pick_slot(todo[0]))
-        elif n > 1:
-            threads = [threading.Thread(target=drain, args=(s,), daemon=True)
-                       for s in self._slots[:n]]
-            for t in threads:
-                t.start()
+        threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in self._slots[:n]]
+        for t in threads:
+            t.start()
+        if wait:
             for t in threads:
                 t.join()
-        if errors:
-            raise errors[0]
-        for i, j in enumerate(jobs):
-            r = done[j.key]
-            if i != firsts[j.key] or (r.label != j.label):
-                r = JobResult(**{**r.__dict__, "label": j.label})
-            results[i] = r
-        return results  # type: ignore[return-value]
+
+        def labelled(j: KernelJob) -> Future:
+            f = futures[j.key]
+            if first[j.key] is j:
+                return f
+            out: Future = Future()      # the same build, this job's label
+            f.add_done_callback(lambda d: out.set_exception(d.exception()) if d.exception() is not None
+                                else out.set_result(JobResult(**{**d.result().__dict__, "label": j.label})))
+            return out
+        return [labelled(j) for j in jobs]
 
     def _held(self, key: str) -> bool:
         with self._lock:
@@ -452,8 +469,14 @@ class WorkerPool:
         with guard:
             t0 = time.monotonic()
             slot = self._pick_slot(job.key)
-            with slot.lock:
-                r = self._request_with_inputs(slot, msg, timeout, job.describe(), compile_timeout_s)
+            with self._lock:
+                slot.runs_waiting += 1
+            try:
+                with slot.lock:
+                    r = self._request_with_inputs(slot, msg, timeout, job.describe(), compile_timeout_s)
+            finally:
+                with self._lock:
+                    slot.runs_waiting -= 1
             res = self._result(r, job, time.monotonic() - t0)
         if res.status == "build_error" or (res.status == "ok" and not res.cached):
             self._remember_build(job.key, JobResult(

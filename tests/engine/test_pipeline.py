@@ -181,3 +181,34 @@ def test_a_tune_checked_on_the_device_judges_every_solution_as_the_host_does(dev
             assert wrong and all("output 0" in r.detail for r in wrong), [r.detail for r in res.rows]
     assert verdicts[True] == verdicts[False]
     assert fault or all(s == "ok" for _, s in verdicts[True])
+
+
+def test_an_overlapped_tune_judges_every_solution_as_a_sequential_one(device):
+    """``overlap_builds`` (on GPUs by default): the first solutions are timed while the rest still build. Each
+    solution's verdict is the one of a tune that builds everything first, a build that fails is still reported
+    as one, and the trace says "built" once, with the same counts."""
+    from pytest_mlirtrace.engine import SolutionsBuilt
+    mod = small_dot(m=23, k=19, n=7)
+    seen = {}
+    for overlap in (False, True):
+        events = []
+        pipe = Pipeline(device, database=MemoryDatabase(), inject="k_tail_off_by_one", cut_factor=None,
+                        listeners=[events.append])
+        pipe.overlap_builds = overlap
+        # one solution that can't build: its source broken after lowering
+        sols = codegen.quick_list(codegen.problem_of(mod), pipe.device)[:6]
+        orig = pipe._lower
+
+        def lower(low, s, *a, _orig=orig, _bad=str(sols[2]), **k):
+            c = _orig(low, s, *a, **k)
+            if str(s) == _bad and c.job is not None:
+                c.job.source = c.job.source + "\nthis is not OpenCL C\n"
+            return c
+        pipe._lower = lower
+        res = pipe.tune(mod, solutions=sols, use_database=False)
+        built = [e for e in events if isinstance(e, SolutionsBuilt)]
+        assert len(built) == 1
+        seen[overlap] = ([(r.solution, r.status) for r in res.rows], built[0].n_ok, built[0].n_failed)
+    assert seen[True] == seen[False]
+    statuses = [s for _, s in seen[True][0]]
+    assert statuses[2] == "build_error" and "wrong" in statuses and seen[True][2] == 1

@@ -8,12 +8,12 @@ becomes a :class:`JobResult` instead of a dead test run.
 
 from .devcheck import KINDS as CHECK_KINDS
 from .device import DeviceError, DeviceInfo, EnvironmentFailure, list_devices, resolve_device
-from .job import InBuf, JobResult, KernelJob, LocalMem, OutBuf, OutCheck, Scalar, program_key
+from .job import InBuf, JobResult, KernelJob, LocalMem, OutBuf, OutCheck, Scalar, bound_f32, program_key
 from .pocl_fix import ensure_opencl_env
 from .pool import WorkerPool, close_all_pools, get_pool
 
 __all__ = [
     "DeviceError", "EnvironmentFailure", "DeviceInfo", "list_devices", "resolve_device",
-    "InBuf", "OutBuf", "OutCheck", "Scalar", "LocalMem", "KernelJob", "JobResult", "program_key",
+    "InBuf", "OutBuf", "OutCheck", "Scalar", "bound_f32", "LocalMem", "KernelJob", "JobResult", "program_key",
     "CHECK_KINDS", "ensure_opencl_env", "WorkerPool", "get_pool", "close_all_pools",
 ]

@@ -7,7 +7,8 @@ the device, and reads back one flag.
 
 The rule is the parent's (``ir.compare_bounded``) taken conservatively: an element passes when it equals the
 oracle's value (both NaN counts as equal), or both are finite and ``|got - want| <= bound``, computed in
-double as numpy does. Every element that passes here passes there; an element the parent would also accept
+double as numpy does (the oracle's values in the output's storage type, exact; the bounds as floats rounded
+toward zero, never looser). Every element that passes here passes there; an element the parent would also accept
 for another reason (an overflow allowed either way, an unchecked element that came out inf) fails here, and
 then the outputs are read back and the parent decides as before. So the device check only ever skips the
 read-back of outputs the parent would accept.
@@ -20,25 +21,28 @@ Loaded by file path in the worker (no package imports here).
 
 from __future__ import annotations
 
-# ir dtype name -> (OpenCL storage type, expression of element i as double/long, what the oracle's values are sent as)
+# ir dtype name -> (OpenCL storage type, element i of array P as a double); the oracle's values come in the
+# output's own storage type (exact: every stored value is a double), the bounds as floats rounded down
 _FLOAT = {
-    "f32": ("float", "(double)got[i]"),
-    "f64": ("double", "got[i]"),
-    "f16": ("half", "(double)vload_half(i, got)"),
-    "bf16": ("ushort", "(double)as_float(((uint)got[i]) << 16)"),
+    "f32": ("float", "(double)P[i]"),
+    "f64": ("double", "P[i]"),
+    "f16": ("half", "(double)vload_half(i, P)"),
+    "bf16": ("ushort", "(double)as_float(((uint)P[i]) << 16)"),
 }
 _INT = {
     "bool": "uchar", "u8": "uchar", "i8": "char", "u16": "ushort", "i16": "short",
     "u32": "uint", "i32": "int", "i64": "long",
 }
 KINDS = tuple(_FLOAT) + tuple(_INT)
+_BYTES = {"double": 8, "long": 8, "float": 4, "int": 4, "uint": 4, "half": 2, "short": 2, "ushort": 2, "char": 1,
+          "uchar": 1}
+
+
+def itemsize(kind: str) -> int:
+    """Bytes of one stored element of a ``kind`` output (and of the oracle's values for it)."""
+    return _BYTES[_FLOAT[kind][0] if kind in _FLOAT else _INT[kind]]
 
 KERNEL = "mlirtrace_check"
-
-
-def expected_kind(kind: str) -> str:
-    """'f64' or 'i64': how the oracle's values for a ``kind`` output are sent (numpy dtype name)."""
-    return "float64" if kind in _FLOAT else "int64"
 
 
 def source(kind: str) -> str:
@@ -46,23 +50,21 @@ def source(kind: str) -> str:
     (see the module's docstring)."""
     if kind in _FLOAT:
         ctype, load = _FLOAT[kind]
-        body = (f"double a = {load}, e = want[i];\n"
+        body = (f"double a = {load.replace('P', 'got')}, e = {load.replace('P', 'want')};\n"
                 "        int ok = a == e || (isnan(a) && isnan(e)) || (isfinite(a) && isfinite(e) && fabs(a - e) <= b);")
-        want = "double"
     elif kind in _INT:
         ctype = _INT[kind]
-        body = ("long a = (long)got[i], e = want[i];\n"
+        body = ("long a = (long)got[i], e = (long)want[i];\n"
                 "        int ok = a == e || fabs((double)a - (double)e) <= b;")
-        want = "long"
     else:
         raise KeyError(kind)
     # half storage is read with vload_half (no cl_khr_fp16 needed): the pointer is to half, never dereferenced
     return f"""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-__kernel void {KERNEL}(__global const {ctype} *got, __global const {want} *want, __global const double *bound,
+__kernel void {KERNEL}(__global const {ctype} *got, __global const {ctype} *want, __global const float *bound,
                        const ulong n, const int one_bound, __global volatile int *bad)
 {{
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {{
-        double b = bound[one_bound ? 0 : i];
+        double b = (double)bound[one_bound ? 0 : i];
         {body}
         if (!ok) atomic_or(bad, 1);
     }}

@@ -13,7 +13,7 @@ import numpy as np
 from ..vocab.status import JOB_STATUSES
 
 __all__ = [
-    "InBuf", "OutBuf", "OutCheck", "Scalar", "LocalMem", "KernelArg",
+    "InBuf", "OutBuf", "OutCheck", "bound_f32", "Scalar", "LocalMem", "KernelArg",
     "KernelJob", "JobResult", "program_key", "STATUSES",
 ]
 
@@ -48,9 +48,10 @@ class InBuf:
 @dataclass
 class OutCheck:
     """Check output ``output`` (its position among the job's OutBufs) on the device against the oracle:
-    ``expected`` holds the oracle's values as float64 (int64 for integer kinds), ``bound`` how far each may be
-    off (float64; one element: the same for all). ``kind``: the output's storage, an ir dtype name
-    (``devcheck.KINDS``). Where every element passes, the output is not read back (see :mod:`.devcheck`)."""
+    ``expected`` holds the oracle's values in the output's storage type, ``bound`` how far each may be off
+    (float32, rounded toward zero: :func:`bound_f32`; one element: the same for all). ``kind``: the output's
+    storage, an ir dtype name (``devcheck.KINDS``). Where every element passes, the output is not read back
+    (see :mod:`.devcheck`)."""
     output: int
     kind: str
     expected: "InBuf"
@@ -59,6 +60,16 @@ class OutCheck:
     def to_wire(self) -> tuple:
         return (self.output, self.kind, self.expected.array, self.expected.key, self.bound.array,
                 self.bound.key, self.bound.array.size == 1)
+
+
+def bound_f32(bound) -> np.ndarray:
+    """Bounds as float32, each at most the float64 given (a device check with them is never looser)."""
+    b = np.asarray(bound, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):      # past float32's range: inf, then its largest
+        b32 = b.astype(np.float32)
+        over = b32.astype(np.float64) > b
+    b32[over] = np.nextafter(b32[over], np.float32(0))
+    return b32
 
 
 @dataclass

@@ -20,12 +20,16 @@ import atexit
 import contextlib
 import itertools
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import weakref
 from collections import deque
 from concurrent.futures import Future
+
+import numpy as np
 
 from .. import fs
 from . import pocl_fix
@@ -37,6 +41,21 @@ from .workerproc import Dead, Timeout, WorkerProc, signal_name
 __all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT"]
 
 ENV_NO_BENCH_FILE_LOCK = "MLIRTRACE_NO_BENCH_LOCK"
+# arrays at least this big go to a worker through a file in shared memory (/dev/shm), not down its pipe: a
+# pipe moves them in 64 KiB writes, each a system call (slow under gVisor: seconds for the 384 MB a 4096^3
+# tune's check sends)
+SHM_MIN_BYTES = 4 << 20
+
+
+def _shm_dir() -> str | None:
+    """A directory in memory this process may write to (None: none: arrays go down the pipe)."""
+    for base in ("/dev/shm", None):
+        try:
+            d = tempfile.mkdtemp(prefix=f"mlirtrace-{os.getpid()}-", dir=base)
+            return d
+        except OSError:
+            continue
+    return None
 
 
 class _Slot:
@@ -134,6 +153,9 @@ class WorkerPool:
         # workers keep the inputs they were sent (see InBuf); False: every run sends its arrays (a benchmark's
         # "before": benchmarks/bench_tune.py)
         self.keep_inputs = True
+        self.shm_min_bytes: int | None = SHM_MIN_BYTES      # None: every array down the pipe
+        self._shm: str | None = None                        # made on first use, removed at close
+        self._shm_seq = itertools.count()
 
         try:   # prepare once here; every worker applies it again after importing pyopencl
             pocl_fix.ensure_opencl_env(import_pyopencl=False)
@@ -490,8 +512,8 @@ class WorkerPool:
         when the worker had dropped some."""
         args, checks = msg["args"], msg.get("check") or []
         if not self.keep_inputs:
-            return self._request(slot, dict(msg, args=[("in", a[1], None) if a[0] == "in" else a for a in args]),
-                                 timeout_s, what, compile_timeout_s)
+            return self._request_shm(slot, dict(msg, args=[("in", a[1], None) if a[0] == "in" else a for a in args]),
+                                     timeout_s, what, compile_timeout_s)
         held = slot.inputs_held()
 
         def lean(arr, key):
@@ -499,16 +521,47 @@ class WorkerPool:
         lean_msg = dict(msg, args=[("in", lean(a[1], a[2]), a[2]) if a[0] == "in" else a for a in args])
         if checks:
             lean_msg["check"] = [(c[0], c[1], lean(c[2], c[3]), c[3], lean(c[4], c[5]), c[5], c[6]) for c in checks]
-        r = self._request(slot, lean_msg, timeout_s, what, compile_timeout_s)
+        r = self._request_shm(slot, lean_msg, timeout_s, what, compile_timeout_s)
         if r.get("status") == "need_inputs":
             slot.inputs_held().clear()
-            r = self._request(slot, msg, timeout_s, what, compile_timeout_s)
+            r = self._request_shm(slot, msg, timeout_s, what, compile_timeout_s)
         held = slot.inputs_held()       # the worker may have been replaced meanwhile: then this is a new set
         if r.get("status") == "ok":
             held.update(a[2] for a in args if a[0] == "in" and a[2] is not None)
             if r.get("checked") is not None:        # the worker made the check buffers resident too
                 held.update(k for c in checks for k in (c[3], c[5]))
         return r
+
+    def _request_shm(self, slot: _Slot, msg: dict, timeout_s: float, what: str,
+                     compile_timeout_s: float | None) -> dict:
+        """A run request whose big arrays travel as files in shared memory (``("shm", path, dtype, shape)`` in
+        their place), removed once the worker answered."""
+        files: list[str] = []
+
+        def out(arr):
+            if (self.shm_min_bytes is None or not isinstance(arr, np.ndarray) or arr.nbytes < self.shm_min_bytes):
+                return arr
+            if self._shm is None:
+                self._shm = _shm_dir()
+                if self._shm is None:
+                    self.shm_min_bytes = None
+                    return arr
+            path = os.path.join(self._shm, f"{next(self._shm_seq)}.bin")
+            try:
+                np.ascontiguousarray(arr).tofile(path)
+            except OSError:     # full: this one goes down the pipe
+                return arr
+            files.append(path)
+            return ("shm", path, arr.dtype.str, arr.shape)
+        try:
+            m = dict(msg, args=[("in", out(a[1]), a[2]) if a[0] == "in" else a for a in msg["args"]])
+            if msg.get("check"):
+                m["check"] = [(c[0], c[1], out(c[2]), c[3], out(c[4]), c[5], c[6]) for c in msg["check"]]
+            return self._request(slot, m, timeout_s, what, compile_timeout_s)
+        finally:
+            for f in files:
+                with contextlib.suppress(OSError):
+                    os.unlink(f)
 
     def forget(self, key: str) -> None:
         """Forget the program ``key`` (a job whose results were judged wrong): the worker holding it
@@ -550,6 +603,8 @@ class WorkerPool:
         self._closed = True
         if os.getpid() != self._pid:
             return  # forked child: the parent owns the workers
+        if self._shm is not None:
+            shutil.rmtree(self._shm, ignore_errors=True)
         if self._finalizer():
             raise KeyboardInterrupt     # the workers are stopped; the caller still hears of the Ctrl-C
 

@@ -352,7 +352,7 @@ class _Server:
                         b = cl.Buffer(self.ctx, mf.READ_ONLY, nbytes)
                         cl.enqueue_copy(self.queue, b, src)
                     else:
-                        arr = np.ascontiguousarray(a[1])
+                        arr = np.ascontiguousarray(self._array(a[1]))
                         if arr.nbytes:
                             b = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=arr)
                         else:
@@ -472,7 +472,7 @@ class _Server:
             n = host.size
             want, _ = self._resident(exp_key, exp_arr, keep)
             bound, _ = self._resident(b_key, b_arr, keep)
-            if want.size < n * 8 or bound.size < (1 if one_bound else n) * 8:
+            if want.size < n * dc.itemsize(kind) or bound.size < (1 if one_bound else n) * 4:
                 return None         # not this output's values: let the parent judge
             knl = self.check_kernels.get(kind)
             if knl is None:
@@ -503,6 +503,13 @@ class _Server:
                 self.fp64 = False
         return self.fp64
 
+    def _array(self, x):
+        """An array the parent sent: itself, or ``("shm", path, dtype, shape)``: read from that file."""
+        if isinstance(x, tuple) and x and x[0] == "shm":
+            np = self.np
+            return np.fromfile(x[1], dtype=np.dtype(x[2])).reshape(x[3])
+        return x
+
     def _resident(self, key: str, arr, keep=()):
         """(pristine device buffer, bytes) of input ``key``: made from ``arr`` when it came with the request
         (again if it was held: the parent thought it was not), else the one held since an earlier run.
@@ -516,7 +523,7 @@ class _Server:
         if old is not None:
             self.input_bytes -= old.size
             old.release()
-        arr = self.np.ascontiguousarray(arr)
+        arr = self.np.ascontiguousarray(self._array(arr))
         buf = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
         try:
             cap = min(int(self.dev.global_mem_size * RESIDENT_SHARE), RESIDENT_MAX_BYTES)

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_mlirtrace import ir
 from pytest_mlirtrace.ir.dtypes import from_compute, to_compute
-from pytest_mlirtrace.runtime import CHECK_KINDS, InBuf, KernelJob, OutBuf, OutCheck, Scalar
+from pytest_mlirtrace.runtime import CHECK_KINDS, InBuf, KernelJob, OutBuf, OutCheck, Scalar, bound_f32
 
 COPY = """
 __kernel void cp(__global const {t} *x, __global {t} *y, const int n)
@@ -50,8 +50,8 @@ def _device_verdict(pool, kind, stored, want, bound):
     job = KernelJob(COPY.format(t=CTYPE[dt.itemsize]), "cp",
                     [InBuf(stored.view(f"u{dt.itemsize}")), OutBuf((n,), stored.dtype), Scalar(np.int32(n))],
                     (n,), None)
-    vals = to_compute(want, dt).reshape(-1).astype(np.float64 if dt.is_float else np.int64)
-    chk = OutCheck(0, kind, InBuf(vals), InBuf(np.asarray(bound, np.float64).reshape(-1)))
+    chk = OutCheck(0, kind, InBuf(want.reshape(-1).view(f"u{dt.itemsize}")),
+                   InBuf(bound_f32(np.asarray(bound, np.float64).reshape(-1))))
     r = pool.run(job, check=[chk])
     assert r.status == "ok", r.error
     return r
@@ -69,7 +69,10 @@ def test_device_check_gives_the_conservative_rules_verdict_and_is_sound(pool, rn
     got[off] = moved[off]
     g64, w64 = to_compute(got, dt).astype(np.float64), to_compute(want, dt).astype(np.float64)
     bound = np.zeros(n)
-    bound[off] = np.abs(g64[off] - w64[off])
+    diff = np.abs(g64[off] - w64[off])
+    up = diff.astype(np.float32)                # the bounds travel as float32: make them float32 values
+    up[up < diff] = np.nextafter(up[up < diff], np.float32(np.inf))
+    bound[off] = up
     cases = {"every element within its bound": bound}
     if dt.is_float:
         special = got.copy()
@@ -81,7 +84,7 @@ def test_device_check_gives_the_conservative_rules_verdict_and_is_sound(pool, rn
     differs = np.flatnonzero(g64 != w64)
     if differs.size:
         tight = bound.copy()
-        tight[differs[0]] = abs(g64[differs[0]] - w64[differs[0]]) / 2
+        tight[differs[0]] = np.float32(abs(g64[differs[0]] - w64[differs[0]]) / 2)
         cases["one element past its bound"] = tight
     for what, b in cases.items():
         pairs = [(got, want)] + ([(special, want_special)] if dt.is_float else [])
@@ -109,3 +112,13 @@ def test_one_bound_for_all_elements_and_a_nan_where_a_number_was_expected(pool, 
     got[123] = np.nan
     r = _device_verdict(pool, "f32", got, want, [1.0])
     assert r.checked == [False] and np.isnan(r.outputs[0][123])
+
+
+def test_bounds_as_float32_are_never_looser(rng):
+    b = np.concatenate([rng.random(1000) * 10.0 ** rng.integers(-40, 40, 1000), [0.0, np.inf, 1e300, 1e-300]])
+    b32 = bound_f32(b)
+    assert b32.dtype == np.float32
+    assert (b32.astype(np.float64) <= b).all()
+    # and as tight as a float32 can be: the next float32 up is past the float64
+    finite = np.isfinite(b32) & (b32 < np.finfo(np.float32).max)
+    assert (np.nextafter(b32[finite], np.float32(np.inf)).astype(np.float64) > b[finite]).all()

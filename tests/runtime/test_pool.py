@@ -145,6 +145,26 @@ def test_a_worker_that_dropped_its_inputs_is_sent_them_again(pool, rng, monkeypa
     assert all(isinstance(x[1], np.ndarray) for x in runs[1]["args"] if x[0] == "in")
 
 
+def test_big_arrays_travel_through_shared_memory_files_that_are_removed(pool, rng, monkeypatch):
+    """Arrays of SHM_MIN_BYTES or more go to the worker as files in shared memory, not down its pipe; the
+    file is gone once the worker answered, and the results are the same either way."""
+    job, a, b = vadd_job(rng, n=(8 << 20) // 4)         # 8 MB each
+    sent = _spy_requests(pool, monkeypatch)
+    pool.keep_inputs = False
+    try:
+        for shm in (pool.shm_min_bytes, None):
+            pool.shm_min_bytes = shm
+            r = pool.run(job)
+            assert r.status == "ok", r.error
+            np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    finally:
+        pool.keep_inputs = True
+    via_file, via_pipe = ([x[1] for x in m["args"] if x[0] == "in"] for m in sent if m["op"] == "run")
+    assert all(isinstance(x, tuple) and x[0] == "shm" for x in via_file)
+    assert not any(os.path.exists(x[1]) for x in via_file)
+    assert all(isinstance(x, np.ndarray) for x in via_pipe)
+
+
 def test_local_memory_reduction(pool, rng):
     src = """
     __kernel void wgsum(__global const float *x, __global float *out,

@@ -16,7 +16,10 @@ variants, each a quick tune of the whole quick list:
 - ``cut + inputs kept``: and each worker keeps the inputs on the device, so a run sends only their keys
   (``WorkerPool.keep_inputs``, ``runtime.InBuf``);
 - ``+ checked on device``: and each solution's outputs are checked on the device against the oracle's values
-  (kept there too), read back only where some element fails (``Pipeline.device_check``, ``runtime/devcheck.py``).
+  (kept there too), read back only where some element fails (``Pipeline.device_check``, ``runtime/devcheck.py``);
+- ``+ shared memory``: and arrays of 4 MB and more go to the workers as files in shared memory instead of down
+  their pipes (``WorkerPool.shm_min_bytes``): the tuner as it is now. The variants before it send every array
+  down the pipe.
 
 For each: the median wall time and where it went (making the inputs, the numpy oracle and its error bounds,
 lowering, launching and timing, checking, the rest), how many solutions were cut, and the fastest solution
@@ -145,7 +148,8 @@ def main() -> int:
                     help="also N rounds of cold tunes (fresh worker pools, every program new to them): builds "
                          "first, then timing, against builds overlapped with timing, with 2 and 4 workers")
     ap.add_argument("--variants", default=None,
-                    help="comma-separated subset of: before, cut, cut + inputs kept, + checked on device")
+                    help="comma-separated subset of: before, cut, cut + inputs kept, + checked on device, "
+                         "+ shared memory")
     args = ap.parse_args()
     from pytest_mlirtrace import engine, ir, runtime
     from pytest_mlirtrace.engine import MemoryDatabase
@@ -154,8 +158,9 @@ def main() -> int:
     device = runtime.resolve_device(args.device)
     pool = runtime.get_pool(device)
 
-    def tune(label, cut, keep, on_device):
+    def tune(label, cut, keep, on_device, shm=True):
         pool.keep_inputs = keep
+        pool.shm_min_bytes = runtime.pool.SHM_MIN_BYTES if shm else None
         pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), cut_factor=1.5 if cut else None,
                                repeats=args.repeats, timeout_s=args.timeout)
         pipe.device_check = on_device
@@ -172,8 +177,9 @@ def main() -> int:
         return wall, parts, res
 
     cold = tune("cold", True, True, True)
-    variants = {"before": (False, False, False), "cut": (True, False, False), "cut + inputs kept": (True, True, False),
-                "+ checked on device": (True, True, True)}
+    variants = {"before": (False, False, False, False), "cut": (True, False, False, False),
+                "cut + inputs kept": (True, True, False, False), "+ checked on device": (True, True, True, False),
+                "+ shared memory": (True, True, True, True)}
     if args.variants:
         want = [v.strip() for v in args.variants.split(",")]
         unknown = [v for v in want if v not in variants]

@@ -67,7 +67,8 @@ class BenchRow:
     build_s: float
     span_hash: str
     detail: str = ""
-    cut: bool = False        # timed fewer times: two launches took longer than cut_factor x the best so far
+    cut: bool = False        # timed fewer times: two launches took longer than cut_factor x the best so far (or
+    #                          one longer than CUT_ONCE_FACTOR x)
 
 
 @dataclass

@@ -525,6 +525,8 @@ class WorkerPool:
         if r.get("status") == "need_inputs":
             slot.inputs_held().clear()
             r = self._request_shm(slot, msg, timeout_s, what, compile_timeout_s)
+            if r.get("status") == "need_inputs":     # sent them all: cannot happen, but never a status of ours
+                r = dict(r, status="launch_error", error=f"the worker lost the inputs it was just sent: {r.get('keys')}")
         held = slot.inputs_held()       # the worker may have been replaced meanwhile: then this is a new set
         if r.get("status") == "ok":
             held.update(a[2] for a in args if a[0] == "in" and a[2] is not None)

@@ -32,9 +32,11 @@ WARMUP_SOURCE = "__kernel void mlirtrace_warmup(__global int *p) { p[0] = 1; }"
 GUARD_BYTES = 4096
 GUARD_FILL = 0xA5
 # inputs kept on the device between runs (pristine copies, by content key, least recently used dropped first):
-# at most this share of the device's memory, and at most RESIDENT_MAX_BYTES
+# at most this share of the device's memory, and at most RESIDENT_MAX_BYTES (RESIDENT_CPU_BYTES on a CPU device,
+# whose memory is the host's: each worker holds its own)
 RESIDENT_SHARE = 0.25
 RESIDENT_MAX_BYTES = 8 << 30
+RESIDENT_CPU_BYTES = 256 << 20
 
 
 # ------------------------------------------------------- sibling loader ---
@@ -526,7 +528,8 @@ class _Server:
         arr = self.np.ascontiguousarray(self._array(arr))
         buf = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
         try:
-            cap = min(int(self.dev.global_mem_size * RESIDENT_SHARE), RESIDENT_MAX_BYTES)
+            cpu = bool(self.dev.type & cl.device_type.CPU)
+            cap = min(int(self.dev.global_mem_size * RESIDENT_SHARE), RESIDENT_CPU_BYTES if cpu else RESIDENT_MAX_BYTES)
         except Exception:   # noqa: BLE001 - a driver without the query
             cap = 1 << 30
         for k in [k for k in self.inputs if k not in keep]:

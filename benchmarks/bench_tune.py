@@ -78,6 +78,22 @@ class _Timed:
                 delattr(obj, name)      # the instance attribute goes, the class's method is back
 
 
+def _timed_tune(pipe, module, mlir):
+    """(wall s, {part: s}, TuneResult with .runs: per solution (label, run wall ms, kernel times, cut))."""
+    from pytest_mlirtrace import ir
+    timed = _Timed(pipe, ir)
+    t0 = time.perf_counter()
+    try:
+        res = pipe.tune(module, mlir_text=mlir)
+    finally:
+        timed.restore()
+    wall = time.perf_counter() - t0
+    parts = dict(timed.acc)
+    parts["rest"] = wall - sum(parts.values())
+    res.runs = timed.runs
+    return wall, parts, res
+
+
 def _module(args):
     from pytest_mlirtrace.engine.session import load_module, read_source
     if args.dot:
@@ -93,7 +109,7 @@ def _module(args):
 def _cold_rounds(args, device, module, mlir) -> dict:
     """Cold tunes: a fresh pool each, and a build option no earlier build had (``-D``), so that every
     solution is built anew (a driver's own cache of machine code may still help, as it would a user)."""
-    from pytest_mlirtrace import engine, ir, runtime
+    from pytest_mlirtrace import engine, runtime
     from pytest_mlirtrace.engine import MemoryDatabase
     variants = {"builds, then timing (2 workers)": (False, 2), "builds overlapped (2 workers)": (True, 2),
                 "builds overlapped (4 workers)": (True, 4)}
@@ -115,14 +131,7 @@ def _cold_rounds(args, device, module, mlir) -> dict:
                         c.job.build_options = f"{c.job.build_options} -D MLIRTRACE_BENCH_COLD={_tag}".strip()
                     return c
                 pipe._lower = lower
-                timed = _Timed(pipe, ir)
-                t0 = time.perf_counter()
-                try:
-                    res = pipe.tune(module, mlir_text=mlir)
-                finally:
-                    timed.restore()
-                wall = time.perf_counter() - t0
-                got[label].append((wall, dict(timed.acc), res))
+                got[label].append(_timed_tune(pipe, module, mlir))
     print(f"cold tunes ({args.cold} rounds, medians): wall, and the sum of the builds")
     out = {}
     for label, rs in got.items():
@@ -151,7 +160,7 @@ def main() -> int:
                     help="comma-separated subset of: before, cut, cut + inputs kept, + checked on device, "
                          "+ shared memory")
     args = ap.parse_args()
-    from pytest_mlirtrace import engine, ir, runtime
+    from pytest_mlirtrace import engine, runtime
     from pytest_mlirtrace.engine import MemoryDatabase
 
     module, mlir, what = _module(args)
@@ -164,17 +173,7 @@ def main() -> int:
         pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), cut_factor=1.5 if cut else None,
                                repeats=args.repeats, timeout_s=args.timeout)
         pipe.device_check = on_device
-        timed = _Timed(pipe, ir)
-        t0 = time.perf_counter()
-        try:
-            res = pipe.tune(module, mlir_text=mlir)
-        finally:
-            timed.restore()
-        wall = time.perf_counter() - t0
-        parts = dict(timed.acc)
-        parts["rest"] = wall - sum(parts.values())
-        res.runs = timed.runs
-        return wall, parts, res
+        return _timed_tune(pipe, module, mlir)
 
     cold = tune("cold", True, True, True)
     variants = {"before": (False, False, False, False), "cut": (True, False, False, False),

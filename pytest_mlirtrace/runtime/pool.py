@@ -548,6 +548,7 @@ class WorkerPool:
                 if self._shm is None:
                     self.shm_min_bytes = None
                     return arr
+                weakref.finalize(self, shutil.rmtree, self._shm, True)     # a pool never closed: at exit
             path = os.path.join(self._shm, f"{next(self._shm_seq)}.bin")
             try:
                 np.ascontiguousarray(arr).tofile(path)

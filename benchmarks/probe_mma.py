@@ -1,0 +1,180 @@
+#!/usr/bin/env python
+"""Probe: does NVIDIA's OpenCL compiler take inline PTX ``mma.sync`` (tensor cores), and how fast is a first,
+plain use of it? (issue 19: groundwork for tensor-core solutions; not yet a code-generator kind.)
+
+    python3 benchmarks/probe_mma.py [--size 4096] [--check 512]
+
+1. One 16x8x16 f16 tile through ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``, checked against numpy.
+2. A plain GEMM kernel built on it (one warp per 32x32 block of C, fragments loaded straight from global
+   memory, no shared memory, no pipelining), checked against numpy at ``--check`` and timed at ``--size``
+   against torch's f16 matmul on the same GPU (CUDA events), if torch is there.
+
+It runs OpenCL in this process: a probe script, never run by the tests. The OpenCL platform comes from
+``runtime.pocl_fix.ensure_opencl_env`` (which writes the NVIDIA ICD file).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MMA = ('asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, '
+       '{%8,%9}, {%0,%1,%2,%3};" : "+f"(D[0]), "+f"(D[1]), "+f"(D[2]), "+f"(D[3]) : "r"(A0), "r"(A1), '
+       '"r"(A2), "r"(A3), "r"(B0), "r"(B1));')
+
+SOURCE = r"""
+#define H(p, i) ((uint)(p)[i])
+#define PAIR(p, i, j) (H(p, i) | (H(p, j) << 16))
+
+/* D (16x8 f32) += A (16x16 f16, row-major) x B (16x8 f16, k-major): the fragment layout of PTX's m16n8k16 */
+inline void mma_tile(float *D, uint A0, uint A1, uint A2, uint A3, uint B0, uint B1)
+{
+    MMA_ASM
+}
+
+__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
+void one_tile(__global const ushort *A, __global const ushort *B, __global float *C)
+{
+    int lane = get_local_id(0), g = lane >> 2, t = lane & 3;
+    float D[4] = {0.f, 0.f, 0.f, 0.f};
+    mma_tile(D, PAIR(A, g * 16 + t * 2, g * 16 + t * 2 + 1), PAIR(A, (g + 8) * 16 + t * 2, (g + 8) * 16 + t * 2 + 1),
+             PAIR(A, g * 16 + t * 2 + 8, g * 16 + t * 2 + 9), PAIR(A, (g + 8) * 16 + t * 2 + 8, (g + 8) * 16 + t * 2 + 9),
+             PAIR(B, (t * 2) * 8 + g, (t * 2 + 1) * 8 + g), PAIR(B, (t * 2 + 8) * 8 + g, (t * 2 + 9) * 8 + g));
+    C[g * 8 + t * 2] = D[0];
+    C[g * 8 + t * 2 + 1] = D[1];
+    C[(g + 8) * 8 + t * 2] = D[2];
+    C[(g + 8) * 8 + t * 2 + 1] = D[3];
+}
+
+/* C (MxN f32) = A (MxK f16 row-major) x B (KxN f16 row-major); one warp per 32x32 block of C */
+__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
+void gemm_mma(__global const ushort *A, __global const ushort *B, __global float *C, int M, int N, int K)
+{
+    int lane = get_local_id(0), g = lane >> 2, t = lane & 3;
+    int m0 = get_group_id(1) * 32, n0 = get_group_id(0) * 32;
+    float acc[2][4][4];
+    for (int i = 0; i < 2; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    for (int k = 0; k < K; k += 16) {
+        uint a[2][4], b[4][2];
+        for (int i = 0; i < 2; i++) {
+            int r0 = m0 + i * 16 + g, r1 = r0 + 8, c0 = k + t * 2, c1 = c0 + 8;
+            a[i][0] = PAIR(A, r0 * K + c0, r0 * K + c0 + 1);
+            a[i][1] = PAIR(A, r1 * K + c0, r1 * K + c0 + 1);
+            a[i][2] = PAIR(A, r0 * K + c1, r0 * K + c1 + 1);
+            a[i][3] = PAIR(A, r1 * K + c1, r1 * K + c1 + 1);
+        }
+        for (int j = 0; j < 4; j++) {
+            int n = n0 + j * 8 + g, k0 = k + t * 2, k1 = k0 + 8;
+            b[j][0] = PAIR(B, k0 * N + n, (k0 + 1) * N + n);
+            b[j][1] = PAIR(B, k1 * N + n, (k1 + 1) * N + n);
+        }
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 4; j++)
+                mma_tile(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            int r = m0 + i * 16 + g, c = n0 + j * 8 + t * 2;
+            C[r * N + c] = acc[i][j][0];
+            C[r * N + c + 1] = acc[i][j][1];
+            C[(r + 8) * N + c] = acc[i][j][2];
+            C[(r + 8) * N + c + 1] = acc[i][j][3];
+        }
+}
+""".replace("MMA_ASM", MMA)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--check", type=int, default=512)
+    ap.add_argument("--repeats", type=int, default=10)
+    args = ap.parse_args()
+    from pytest_mlirtrace.runtime import pocl_fix
+    pocl_fix.ensure_opencl_env()
+    import pyopencl as cl
+
+    devs = [d for p in cl.get_platforms() for d in p.get_devices() if "NVIDIA" in p.name]
+    if not devs:
+        print("no NVIDIA OpenCL device")
+        return 2
+    dev = devs[0]
+    ctx = cl.Context([dev])
+    q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    print(f"device: {dev.name}, driver {dev.driver_version}, {dev.version}")
+    try:
+        prg = cl.Program(ctx, SOURCE).build()
+    except cl.Error as e:
+        print("BUILD FAILED: inline PTX mma.sync is not taken\n", str(e)[:3000])
+        return 1
+    mf = cl.mem_flags
+    rng = np.random.default_rng(0)
+
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 8)).astype(np.float16)
+    c = np.empty((16, 8), np.float32)
+    ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a.view(np.uint16))
+    bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b.view(np.uint16))
+    cb = cl.Buffer(ctx, mf.WRITE_ONLY, c.nbytes)
+    prg.one_tile(q, (32,), (32,), ab, bb, cb)
+    cl.enqueue_copy(q, c, cb)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    err = float(np.abs(c - want).max())
+    print(f"1. one m16n8k16 tile: max |diff| vs numpy {err:.3g} ({'ok' if err < 1e-2 else 'WRONG'})")
+
+    def gemm(s):
+        A = (rng.standard_normal((s, s)) * 0.5).astype(np.float16)
+        B = (rng.standard_normal((s, s)) * 0.5).astype(np.float16)
+        Cb = cl.Buffer(ctx, mf.WRITE_ONLY, s * s * 4)
+        Ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=A.view(np.uint16))
+        Bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=B.view(np.uint16))
+        knl = prg.gemm_mma
+        knl.set_args(Ab, Bb, Cb, np.int32(s), np.int32(s), np.int32(s))
+        return A, B, Ab, Bb, Cb, knl
+
+    s = args.check
+    A, B, Ab, Bb, Cb, knl = gemm(s)
+    cl.enqueue_nd_range_kernel(q, knl, (s, s // 32), (32, 1)).wait()
+    got = np.empty((s, s), np.float32)
+    cl.enqueue_copy(q, got, Cb)
+    want = A.astype(np.float32) @ B.astype(np.float32)
+    rel = float(np.abs(got - want).max() / np.abs(want).max())
+    print(f"2. gemm_mma {s}^3: max |diff| / max |C| = {rel:.3g} ({'ok' if rel < 1e-3 else 'WRONG'})")
+
+    s = args.size
+    A, B, Ab, Bb, Cb, knl = gemm(s)
+    times = []
+    for _ in range(args.repeats + 1):
+        ev = cl.enqueue_nd_range_kernel(q, knl, (s, s // 32), (32, 1))
+        ev.wait()
+        times.append((ev.profile.end - ev.profile.start) * 1e-6)
+    ours = statistics.median(times[1:])
+    tflops = 2 * s ** 3 / ours / 1e9
+    print(f"   gemm_mma {s}^3 f16 -> f32: {ours:.3f} ms = {tflops:.1f} TFLOP/s")
+    try:
+        import torch
+        ta = torch.from_numpy(A).cuda()
+        tb = torch.from_numpy(B).cuda()
+        ts = []
+        for _ in range(args.repeats + 1):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            torch.matmul(ta, tb)
+            e1.record()
+            torch.cuda.synchronize()
+            ts.append(e0.elapsed_time(e1))
+        tm = statistics.median(ts[1:])
+        print(f"   torch.matmul f16 {s}^3: {tm:.3f} ms = {2 * s ** 3 / tm / 1e9:.1f} TFLOP/s; ours/torch = "
+              f"{ours / tm:.2f}x the time ({tm / ours * 100:.0f}% of torch)")
+    except Exception as e:   # noqa: BLE001 - a probe: say why there is no comparison
+        print(f"   (no torch comparison: {type(e).__name__}: {e})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

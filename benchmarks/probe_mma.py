@@ -133,7 +133,7 @@ def main() -> int:
         Cb = cl.Buffer(ctx, mf.WRITE_ONLY, s * s * 4)
         Ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=A.view(np.uint16))
         Bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=B.view(np.uint16))
-        knl = prg.gemm_mma
+        knl = cl.Kernel(prg, "gemm_mma")
         knl.set_args(Ab, Bb, Cb, np.int32(s), np.int32(s), np.int32(s))
         return A, B, Ab, Bb, Cb, knl
 

@@ -5,9 +5,10 @@ plain use of it? (issue 19: groundwork for tensor-core solutions; not yet a code
     python3 benchmarks/probe_mma.py [--size 4096] [--check 512]
 
 1. One 16x8x16 f16 tile through ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``, checked against numpy.
-2. A plain GEMM kernel built on it (one warp per 32x32 block of C, fragments loaded straight from global
-   memory, no shared memory, no pipelining), checked against numpy at ``--check`` and timed at ``--size``
-   against torch's f16 matmul on the same GPU (CUDA events), if torch is there.
+2. Two plain GEMM kernels built on it, each checked against numpy at ``--check`` and timed at ``--size``
+   against torch's f16 matmul on the same GPU (CUDA events), if torch is there: ``gemm_mma``, one warp per
+   32x32 block of C with fragments loaded straight from global memory; ``gemm_smem``, 128x128 blocks of 8
+   warps through shared-memory tiles (no ldmatrix, no cp.async, no double buffering).
 
 It runs OpenCL in this process: a probe script, never run by the tests. The OpenCL platform comes from
 ``runtime.pocl_fix.ensure_opencl_env`` (which writes the NVIDIA ICD file).
@@ -86,6 +87,70 @@ void gemm_mma(__global const ushort *A, __global const ushort *B, __global float
             C[(r + 8) * N + c + 1] = acc[i][j][3];
         }
 }
+
+/* the same with shared-memory tiles: a 128x128 block of C per work-group of 8 warps (2 x 4), each warp 64x32
+   (4 x 4 mma tiles), K in steps of 32; A's tile row-major, B's stored transposed (n-major) so that each
+   fragment register is one aligned 32-bit load. Needs M, N % 128 == 0, K % 32 == 0. */
+#define BM 128
+#define BN 128
+#define BK 32
+#define PAD 8
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void gemm_smem(__global const ushort *A, __global const ushort *B, __global float *C, int M, int N, int K)
+{
+    __local ushort As[BM][BK + PAD];
+    __local ushort Bt[BN][BK + PAD];
+    int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    int wm = warp >> 2, wn = warp & 3;                 /* warp's 64x32 place in the block */
+    int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
+    float acc[4][4][4];
+    for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    for (int k = 0; k < K; k += BK) {
+        /* A: 128 rows x 32 halves = 512 chunks of 8 halves, 2 per thread */
+        for (int c = tid; c < BM * BK / 8; c += 256) {
+            int r = c / (BK / 8), col = (c % (BK / 8)) * 8;
+            uint4 v = vload4(0, (__global const uint *)(A + (size_t)(m0 + r) * K + k + col));
+            __local uint *d = (__local uint *)&As[r][col];
+            d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
+        }
+        /* B: 32 rows (k) x 128 halves (n), stored transposed */
+        for (int c = tid; c < BK * BN / 8; c += 256) {
+            int kr = c / (BN / 8), col = (c % (BN / 8)) * 8;
+            uint4 v = vload4(0, (__global const uint *)(B + (size_t)(k + kr) * N + n0 + col));
+            uint w[4] = {v.x, v.y, v.z, v.w};
+            for (int e = 0; e < 4; e++) {
+                Bt[col + 2 * e][kr] = (ushort)(w[e] & 0xffff);
+                Bt[col + 2 * e + 1][kr] = (ushort)(w[e] >> 16);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < BK; kk += 16) {
+            uint a[4][4], b[4][2];
+            for (int i = 0; i < 4; i++) {
+                int r = wm * 64 + i * 16 + g, c0 = kk + t * 2;
+                a[i][0] = *(__local uint *)&As[r][c0];
+                a[i][1] = *(__local uint *)&As[r + 8][c0];
+                a[i][2] = *(__local uint *)&As[r][c0 + 8];
+                a[i][3] = *(__local uint *)&As[r + 8][c0 + 8];
+            }
+            for (int j = 0; j < 4; j++) {
+                int n = wn * 32 + j * 8 + g, k0 = kk + t * 2;
+                b[j][0] = *(__local uint *)&Bt[n][k0];
+                b[j][1] = *(__local uint *)&Bt[n][k0 + 8];
+            }
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    mma_tile(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int r = m0 + wm * 64 + i * 16 + g, c = n0 + wn * 32 + j * 8 + t * 2;
+            vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);
+            vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);
+        }
+}
 """.replace("MMA_ASM", MMA)
 
 
@@ -127,35 +192,42 @@ def main() -> int:
     err = float(np.abs(c - want).max())
     print(f"1. one m16n8k16 tile: max |diff| vs numpy {err:.3g} ({'ok' if err < 1e-2 else 'WRONG'})")
 
-    def gemm(s):
+    # name -> (global size, local size) for an s x s x s problem
+    kernels = {"gemm_mma": (lambda s: ((s, s // 32), (32, 1))),
+               "gemm_smem": (lambda s: ((s // 128 * 256, s // 128), (256, 1)))}
+
+    def gemm(name, s):
         A = (rng.standard_normal((s, s)) * 0.5).astype(np.float16)
         B = (rng.standard_normal((s, s)) * 0.5).astype(np.float16)
         Cb = cl.Buffer(ctx, mf.WRITE_ONLY, s * s * 4)
         Ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=A.view(np.uint16))
         Bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=B.view(np.uint16))
-        knl = cl.Kernel(prg, "gemm_mma")
+        knl = cl.Kernel(prg, name)
         knl.set_args(Ab, Bb, Cb, np.int32(s), np.int32(s), np.int32(s))
-        return A, B, Ab, Bb, Cb, knl
+        return A, B, Cb, knl
 
-    s = args.check
-    A, B, Ab, Bb, Cb, knl = gemm(s)
-    cl.enqueue_nd_range_kernel(q, knl, (s, s // 32), (32, 1)).wait()
-    got = np.empty((s, s), np.float32)
-    cl.enqueue_copy(q, got, Cb)
-    want = A.astype(np.float32) @ B.astype(np.float32)
-    rel = float(np.abs(got - want).max() / np.abs(want).max())
-    print(f"2. gemm_mma {s}^3: max |diff| / max |C| = {rel:.3g} ({'ok' if rel < 1e-3 else 'WRONG'})")
-
-    s = args.size
-    A, B, Ab, Bb, Cb, knl = gemm(s)
-    times = []
-    for _ in range(args.repeats + 1):
-        ev = cl.enqueue_nd_range_kernel(q, knl, (s, s // 32), (32, 1))
-        ev.wait()
-        times.append((ev.profile.end - ev.profile.start) * 1e-6)
-    ours = statistics.median(times[1:])
-    tflops = 2 * s ** 3 / ours / 1e9
-    print(f"   gemm_mma {s}^3 f16 -> f32: {ours:.3f} ms = {tflops:.1f} TFLOP/s")
+    best = None
+    for name, geom in kernels.items():
+        s = args.check
+        A, B, Cb, knl = gemm(name, s)
+        cl.enqueue_nd_range_kernel(q, knl, *geom(s)).wait()
+        got = np.empty((s, s), np.float32)
+        cl.enqueue_copy(q, got, Cb)
+        want = A.astype(np.float32) @ B.astype(np.float32)
+        rel = float(np.abs(got - want).max() / np.abs(want).max())
+        print(f"2. {name} {s}^3: max |diff| / max |C| = {rel:.3g} ({'ok' if rel < 1e-3 else 'WRONG'})")
+        s = args.size
+        A, B, Cb, knl = gemm(name, s)
+        times = []
+        for _ in range(args.repeats + 1):
+            ev = cl.enqueue_nd_range_kernel(q, knl, *geom(s))
+            ev.wait()
+            times.append((ev.profile.end - ev.profile.start) * 1e-6)
+        t = statistics.median(times[1:])
+        print(f"   {name} {s}^3 f16 -> f32: {t:.3f} ms = {2 * s ** 3 / t / 1e9:.1f} TFLOP/s")
+        if rel < 1e-3 and (best is None or t < best):
+            best = t
+    ours = best if best is not None else float("nan")
     try:
         import torch
         ta = torch.from_numpy(A).cuda()

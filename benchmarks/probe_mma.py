@@ -159,6 +159,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--check", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--kernels", default="gemm_mma,gemm_smem")
     args = ap.parse_args()
     from pytest_mlirtrace.runtime import pocl_fix
     pocl_fix.ensure_opencl_env()
@@ -207,7 +208,9 @@ def main() -> int:
         return A, B, Cb, knl
 
     best = None
-    for name, geom in kernels.items():
+    for name in args.kernels.split(","):
+        geom = kernels[name]
+        print(f"-- {name}", flush=True)
         s = args.check
         A, B, Cb, knl = gemm(name, s)
         cl.enqueue_nd_range_kernel(q, knl, *geom(s)).wait()

@@ -205,14 +205,14 @@ def main() -> int:
         Bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=B.view(np.uint16))
         knl = cl.Kernel(prg, name)
         knl.set_args(Ab, Bb, Cb, np.int32(s), np.int32(s), np.int32(s))
-        return A, B, Cb, knl
+        return A, B, Cb, knl, (Ab, Bb)      # the buffers must outlive the launches
 
     best = None
     for name in args.kernels.split(","):
         geom = kernels[name]
         print(f"-- {name}", flush=True)
         s = args.check
-        A, B, Cb, knl = gemm(name, s)
+        A, B, Cb, knl, _held = gemm(name, s)
         cl.enqueue_nd_range_kernel(q, knl, *geom(s)).wait()
         got = np.empty((s, s), np.float32)
         cl.enqueue_copy(q, got, Cb)
@@ -220,7 +220,7 @@ def main() -> int:
         rel = float(np.abs(got - want).max() / np.abs(want).max())
         print(f"2. {name} {s}^3: max |diff| / max |C| = {rel:.3g} ({'ok' if rel < 1e-3 else 'WRONG'})")
         s = args.size
-        A, B, Cb, knl = gemm(name, s)
+        A, B, Cb, knl, _held = gemm(name, s)
         times = []
         for _ in range(args.repeats + 1):
             ev = cl.enqueue_nd_range_kernel(q, knl, *geom(s))

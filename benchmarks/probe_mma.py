@@ -98,8 +98,8 @@ void gemm_mma(__global const ushort *A, __global const ushort *B, __global float
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
 void gemm_smem(__global const ushort *A, __global const ushort *B, __global float *C, int M, int N, int K)
 {
-    __local ushort As[BM][BK + PAD];
-    __local ushort Bt[BN][BK + PAD];
+    __local ushort As[BM][BK + PAD] __attribute__((aligned(16)));
+    __local ushort Bt[BN][BK + PAD] __attribute__((aligned(16)));
     int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     int wm = warp >> 2, wn = warp & 3;                 /* warp's 64x32 place in the block */
     int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;

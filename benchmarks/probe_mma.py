@@ -151,6 +151,68 @@ void gemm_smem(__global const ushort *A, __global const ushort *B, __global floa
             vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);
         }
 }
+
+/* gemm_smem with B kept row-major in shared memory (no transposing scatter, whose stores all fell in one
+   bank: b fragments are built from two 16-bit loads instead) and the next K tile loaded from global memory
+   into registers while the current one is multiplied (one shared buffer, two barriers a step) */
+#define BNP (BN + PAD)
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void gemm_smem2(__global const ushort *A, __global const ushort *B, __global float *C, int M, int N, int K)
+{
+    __local ushort As[BM][BK + PAD] __attribute__((aligned(16)));
+    __local ushort Bs[BK][BNP] __attribute__((aligned(16)));
+    int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    int wm = warp >> 2, wn = warp & 3;
+    int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
+    float acc[4][4][4];
+    for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    /* this thread's two 8-half chunks of A's tile and of B's tile */
+    int ar0 = tid / 4, ac = (tid % 4) * 8, ar1 = ar0 + 64;
+    int bk0 = tid / 16, bc = (tid % 16) * 8, bk1 = bk0 + 16;
+    uint4 pa0 = vload4(0, (__global const uint *)(A + (size_t)(m0 + ar0) * K + ac));
+    uint4 pa1 = vload4(0, (__global const uint *)(A + (size_t)(m0 + ar1) * K + ac));
+    uint4 pb0 = vload4(0, (__global const uint *)(B + (size_t)bk0 * N + n0 + bc));
+    uint4 pb1 = vload4(0, (__global const uint *)(B + (size_t)bk1 * N + n0 + bc));
+    for (int k = 0; k < K; k += BK) {
+        *(__local uint4 *)&As[ar0][ac] = pa0;
+        *(__local uint4 *)&As[ar1][ac] = pa1;
+        *(__local uint4 *)&Bs[bk0][bc] = pb0;
+        *(__local uint4 *)&Bs[bk1][bc] = pb1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (k + BK < K) {
+            int kn = k + BK;
+            pa0 = vload4(0, (__global const uint *)(A + (size_t)(m0 + ar0) * K + kn + ac));
+            pa1 = vload4(0, (__global const uint *)(A + (size_t)(m0 + ar1) * K + kn + ac));
+            pb0 = vload4(0, (__global const uint *)(B + (size_t)(kn + bk0) * N + n0 + bc));
+            pb1 = vload4(0, (__global const uint *)(B + (size_t)(kn + bk1) * N + n0 + bc));
+        }
+        for (int kk = 0; kk < BK; kk += 16) {
+            uint a[4][4], b[4][2];
+            for (int i = 0; i < 4; i++) {
+                int r = wm * 64 + i * 16 + g, c0 = kk + t * 2;
+                a[i][0] = *(__local uint *)&As[r][c0];
+                a[i][1] = *(__local uint *)&As[r + 8][c0];
+                a[i][2] = *(__local uint *)&As[r][c0 + 8];
+                a[i][3] = *(__local uint *)&As[r + 8][c0 + 8];
+            }
+            for (int j = 0; j < 4; j++) {
+                int n = wn * 32 + j * 8 + g, k0 = kk + t * 2;
+                b[j][0] = (uint)Bs[k0][n] | ((uint)Bs[k0 + 1][n] << 16);
+                b[j][1] = (uint)Bs[k0 + 8][n] | ((uint)Bs[k0 + 9][n] << 16);
+            }
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    mma_tile(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int r = m0 + wm * 64 + i * 16 + g, c = n0 + wn * 32 + j * 8 + t * 2;
+            vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);
+            vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);
+        }
+}
 """.replace("MMA_ASM", MMA)
 
 
@@ -159,7 +221,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--check", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--kernels", default="gemm_mma,gemm_smem")
+    ap.add_argument("--kernels", default="gemm_mma,gemm_smem,gemm_smem2")
     args = ap.parse_args()
     from pytest_mlirtrace.runtime import pocl_fix
     pocl_fix.ensure_opencl_env()
@@ -195,7 +257,8 @@ def main() -> int:
 
     # name -> (global size, local size) for an s x s x s problem
     kernels = {"gemm_mma": (lambda s: ((s, s // 32), (32, 1))),
-               "gemm_smem": (lambda s: ((s // 128 * 256, s // 128), (256, 1)))}
+               "gemm_smem": (lambda s: ((s // 128 * 256, s // 128), (256, 1))),
+               "gemm_smem2": (lambda s: ((s // 128 * 256, s // 128), (256, 1)))}
 
     def gemm(name, s):
         A = (rng.standard_normal((s, s)) * 0.5).astype(np.float16)

@@ -552,7 +552,9 @@ class WorkerPool:
             path = os.path.join(self._shm, f"{next(self._shm_seq)}.bin")
             try:
                 np.ascontiguousarray(arr).tofile(path)
-            except OSError:     # full: this one goes down the pipe
+            except OSError:     # full (a container's /dev/shm is often 64 MB): this one goes down the pipe
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
                 return arr
             files.append(path)
             return ("shm", path, arr.dtype.str, arr.shape)

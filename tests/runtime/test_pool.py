@@ -165,6 +165,17 @@ def test_big_arrays_travel_through_shared_memory_files_that_are_removed(pool, rn
     assert all(isinstance(x, np.ndarray) for x in via_pipe)
 
 
+def test_an_array_that_cannot_be_written_to_shared_memory_goes_down_the_pipe(pool, rng, monkeypatch):
+    job, a, b = vadd_job(rng, n=(8 << 20) // 4)
+    sent = _spy_requests(pool, monkeypatch)
+    monkeypatch.setattr(pool, "_shm", os.path.join(os.devnull, "no-such-dir"))   # every write fails
+    monkeypatch.setattr(pool, "keep_inputs", False)
+    r = pool.run(job)
+    assert r.status == "ok", r.error
+    np.testing.assert_allclose(r.outputs[0], a + b, rtol=1e-6)
+    assert all(isinstance(x[1], np.ndarray) for x in sent[-1]["args"] if x[0] == "in")
+
+
 def test_local_memory_reduction(pool, rng):
     src = """
     __kernel void wgsum(__global const float *x, __global float *out,

@@ -95,6 +95,28 @@ void gemm_mma(__global const ushort *A, __global const ushort *B, __global float
 #define BN 128
 #define BK 32
 #define PAD 8
+/* the 128x128-block kernels' common parts: a warp (wm, wn) holds a 64x32 block of C as 4 x 4 mma tiles */
+#define ZERO_4X4(acc) \
+    for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f
+#define A_FRAGS(a, As, kk) \
+    for (int i = 0; i < 4; i++) { \
+        int r = wm * 64 + i * 16 + g, c0 = (kk) + t * 2; \
+        a[i][0] = *(__local uint *)&As[r][c0]; \
+        a[i][1] = *(__local uint *)&As[r + 8][c0]; \
+        a[i][2] = *(__local uint *)&As[r][c0 + 8]; \
+        a[i][3] = *(__local uint *)&As[r + 8][c0 + 8]; \
+    }
+#define MMA_4X4(acc, a, b) \
+    for (int i = 0; i < 4; i++) \
+        for (int j = 0; j < 4; j++) \
+            mma_tile(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1])
+#define STORE_4X4(acc) \
+    for (int i = 0; i < 4; i++) \
+        for (int j = 0; j < 4; j++) { \
+            int r = m0 + wm * 64 + i * 16 + g, c = n0 + wn * 32 + j * 8 + t * 2; \
+            vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c); \
+            vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c); \
+        }
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
 void gemm_smem(__global const ushort *A, __global const ushort *B, __global float *C, int M, int N, int K)
 {
@@ -104,7 +126,7 @@ void gemm_smem(__global const ushort *A, __global const ushort *B, __global floa
     int wm = warp >> 2, wn = warp & 3;                 /* warp's 64x32 place in the block */
     int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
     float acc[4][4][4];
-    for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    ZERO_4X4(acc);
     for (int k = 0; k < K; k += BK) {
         /* A: 128 rows x 32 halves = 512 chunks of 8 halves, 2 per thread */
         for (int c = tid; c < BM * BK / 8; c += 256) {
@@ -126,30 +148,17 @@ void gemm_smem(__global const ushort *A, __global const ushort *B, __global floa
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int kk = 0; kk < BK; kk += 16) {
             uint a[4][4], b[4][2];
-            for (int i = 0; i < 4; i++) {
-                int r = wm * 64 + i * 16 + g, c0 = kk + t * 2;
-                a[i][0] = *(__local uint *)&As[r][c0];
-                a[i][1] = *(__local uint *)&As[r + 8][c0];
-                a[i][2] = *(__local uint *)&As[r][c0 + 8];
-                a[i][3] = *(__local uint *)&As[r + 8][c0 + 8];
-            }
+            A_FRAGS(a, As, kk);
             for (int j = 0; j < 4; j++) {
                 int n = wn * 32 + j * 8 + g, k0 = kk + t * 2;
                 b[j][0] = *(__local uint *)&Bt[n][k0];
                 b[j][1] = *(__local uint *)&Bt[n][k0 + 8];
             }
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
-                    mma_tile(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]);
+            MMA_4X4(acc, a, b);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            int r = m0 + wm * 64 + i * 16 + g, c = n0 + wn * 32 + j * 8 + t * 2;
-            vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);
-            vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);
-        }
+    STORE_4X4(acc);
 }
 
 /* gemm_smem with B kept row-major in shared memory (no transposing scatter, whose stores all fell in one
@@ -165,7 +174,7 @@ void gemm_smem2(__global const ushort *A, __global const ushort *B, __global flo
     int wm = warp >> 2, wn = warp & 3;
     int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
     float acc[4][4][4];
-    for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    ZERO_4X4(acc);
     /* this thread's two 8-half chunks of A's tile and of B's tile */
     int ar0 = tid / 4, ac = (tid % 4) * 8, ar1 = ar0 + 64;
     int bk0 = tid / 16, bc = (tid % 16) * 8, bk1 = bk0 + 16;
@@ -188,30 +197,17 @@ void gemm_smem2(__global const ushort *A, __global const ushort *B, __global flo
         }
         for (int kk = 0; kk < BK; kk += 16) {
             uint a[4][4], b[4][2];
-            for (int i = 0; i < 4; i++) {
-                int r = wm * 64 + i * 16 + g, c0 = kk + t * 2;
-                a[i][0] = *(__local uint *)&As[r][c0];
-                a[i][1] = *(__local uint *)&As[r + 8][c0];
-                a[i][2] = *(__local uint *)&As[r][c0 + 8];
-                a[i][3] = *(__local uint *)&As[r + 8][c0 + 8];
-            }
+            A_FRAGS(a, As, kk);
             for (int j = 0; j < 4; j++) {
                 int n = wn * 32 + j * 8 + g, k0 = kk + t * 2;
                 b[j][0] = (uint)Bs[k0][n] | ((uint)Bs[k0 + 1][n] << 16);
                 b[j][1] = (uint)Bs[k0 + 8][n] | ((uint)Bs[k0 + 9][n] << 16);
             }
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++)
-                    mma_tile(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]);
+            MMA_4X4(acc, a, b);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            int r = m0 + wm * 64 + i * 16 + g, c = n0 + wn * 32 + j * 8 + t * 2;
-            vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);
-            vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);
-        }
+    STORE_4X4(acc);
 }
 """.replace("MMA_ASM", MMA)
 

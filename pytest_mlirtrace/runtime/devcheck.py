@@ -42,6 +42,7 @@ def itemsize(kind: str) -> int:
     """Bytes of one stored element of a ``kind`` output (and of the oracle's values for it)."""
     return _BYTES[_FLOAT[kind][0] if kind in _FLOAT else _INT[kind]]
 
+
 KERNEL = "mlirtrace_check"
 
 

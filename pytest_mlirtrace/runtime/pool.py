@@ -380,19 +380,18 @@ class WorkerPool:
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         jobs = list(jobs)
         futures: dict[str, Future] = {}
+        first: dict[str, KernelJob] = {}        # the job each key is built from (later ones share its build)
         todo: deque[str] = deque()
         for j in jobs:
             if j.key in futures:
                 continue
+            first[j.key] = j
             f = futures[j.key] = Future()
             prev = self._builds.get(j.key)
             if prev is not None and (prev.status == "build_error" or self._held(j.key)):
                 f.set_result(JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0, "label": j.label}))
             else:
                 todo.append(j.key)
-        first = {}
-        for j in jobs:
-            first.setdefault(j.key, j)
         qlock = threading.Lock()
 
         def drain(slot: _Slot):

@@ -251,10 +251,10 @@ def main() -> int:
     err = float(np.abs(c - want).max())
     print(f"1. one m16n8k16 tile: max |diff| vs numpy {err:.3g} ({'ok' if err < 1e-2 else 'WRONG'})")
 
+    def block128(s):        # 8 warps per 128x128 block of C
+        return (s // 128 * 256, s // 128), (256, 1)
     # name -> (global size, local size) for an s x s x s problem
-    kernels = {"gemm_mma": (lambda s: ((s, s // 32), (32, 1))),
-               "gemm_smem": (lambda s: ((s // 128 * 256, s // 128), (256, 1))),
-               "gemm_smem2": (lambda s: ((s // 128 * 256, s // 128), (256, 1)))}
+    kernels = {"gemm_mma": (lambda s: ((s, s // 32), (32, 1))), "gemm_smem": block128, "gemm_smem2": block128}
 
     def gemm(name, s):
         A = (rng.standard_normal((s, s)) * 0.5).astype(np.float16)

@@ -162,6 +162,7 @@ class _Server:
         self.input_bytes = 0
         self.check_kernels = {}      # storage kind -> the built devcheck kernel
         self.fp64 = None
+        self.resident_cap = None     # bytes of inputs kept: _resident_cap()
         self.shard = None    # kcache.Shard: this process's part of mlirtrace's PoCL kernel cache
 
     def send(self, obj):
@@ -527,11 +528,7 @@ class _Server:
             old.release()
         arr = self.np.ascontiguousarray(self._array(arr))
         buf = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
-        try:
-            cpu = bool(self.dev.type & cl.device_type.CPU)
-            cap = min(int(self.dev.global_mem_size * RESIDENT_SHARE), RESIDENT_CPU_BYTES if cpu else RESIDENT_MAX_BYTES)
-        except Exception:   # noqa: BLE001 - a driver without the query
-            cap = 1 << 30
+        cap = self._resident_cap()
         for k in [k for k in self.inputs if k not in keep]:
             if self.input_bytes + buf.size <= cap:
                 break
@@ -542,6 +539,18 @@ class _Server:
             self.inputs[key] = buf
             self.input_bytes += buf.size
         return buf, buf.size
+
+    def _resident_cap(self) -> int:
+        """How many bytes of inputs this worker keeps (asked of the device once)."""
+        if self.resident_cap is None:
+            cl = self.cl
+            try:
+                cpu = bool(self.dev.type & cl.device_type.CPU)
+                self.resident_cap = min(int(self.dev.global_mem_size * RESIDENT_SHARE),
+                                        RESIDENT_CPU_BYTES if cpu else RESIDENT_MAX_BYTES)
+            except Exception:   # noqa: BLE001 - a driver without the query
+                self.resident_cap = 1 << 30
+        return self.resident_cap
 
     def drop_inputs(self) -> None:
         for buf in self.inputs.values():

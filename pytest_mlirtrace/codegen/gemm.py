@@ -88,12 +88,16 @@ class _Operand:
             self.plan[i] = (off, rp, kp, mixed, mode)
 
 
-def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str]:
+def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str, str]:
+    """(body, global size, local size, attributes, prelude: text before the kernel)."""
     an: Analysis = ctx.an
     ctx.faults = frozenset(faults) if an.problem.conv else frozenset()   # [fault hook] conv_pad_edge
+    if sol.matrix_core:
+        from .mma import lower_gemm_mma
+        return lower_gemm_mma(ctx, an, sol, faults)
     if sol.LocalTiles:
-        return _local(ctx, an, sol, faults)
-    return _direct(ctx, an, sol, faults)
+        return (*_local(ctx, an, sol, faults), "")
+    return (*_direct(ctx, an, sol, faults), "")
 
 
 def _acc_types(an: Analysis):

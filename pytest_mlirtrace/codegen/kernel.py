@@ -30,6 +30,7 @@ class Ctx:
     pnames: dict = field(default_factory=dict)     # module param name -> C name
     needs_fp64: bool = False
     faults: frozenset = frozenset()                # [fault hook] planted faults the leaves see (conv_pad_edge)
+    mma: str = ""                                  # the device's matrix-core instructions (DeviceLimits.mma)
 
     def __post_init__(self):
         for i, p in enumerate(self.an.module.params()):

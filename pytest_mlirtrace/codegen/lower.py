@@ -27,8 +27,8 @@ def _planted_here(f: str, an: Analysis, sol: Solution, ctx: Ctx) -> bool:
         return any(n == "f2h" for n, _ in ctx.helpers.used)
     if f == "softmax_no_max":
         return an.kind == "softmax"
-    if f == "narrow_accumulator":
-        return an.kind == "gemm" and an.problem.dtype in ("f16", "bf16")
+    if f == "narrow_accumulator":     # tensor cores keep f32 accumulators in hardware: no place for it
+        return an.kind == "gemm" and an.problem.dtype in ("f16", "bf16") and not sol.matrix_core
     return ((an.kind == "gemm" or f not in _GEMM_ONLY_FAULTS) and (an.problem.conv or f not in CONV_FAULTS)
             and (an.kind == "attention" or f not in ATTENTION_FAULTS))
 
@@ -53,8 +53,10 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
     ctx = Ctx(an)
     ctx.helpers.vector_bits = int(getattr(limits, "vector_bits", 0) or 0)
     ctx.helpers.faults = faults
+    ctx.mma = str(getattr(limits, "mma", "") or "")
+    prelude = ""
     if an.kind == "gemm":
-        body, gsize, lsize, attrs = lower_gemm(ctx, solution, faults)
+        body, gsize, lsize, attrs, prelude = lower_gemm(ctx, solution, faults)
     elif an.kind == "pointwise":
         body, gsize, lsize, attrs = lower_pointwise(ctx, solution, faults)
     elif an.kind in ("reduce", "softmax"):
@@ -65,7 +67,7 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
         raise NotSupported(f"kernel kind {an.kind!r}")
     active = tuple(sorted(f for f in faults if _planted_here(f, an, solution, ctx)))
     name = c_name(module.symbol_name())
-    source = assemble(ctx, module, solution, active, name, attrs, body)
+    source = assemble(ctx, module, solution, active, name, attrs, body, prelude)
     if any(int(g) <= 0 for g in gsize):
         raise LoweringError(f"{name}: empty launch grid {gsize}")
     return KernelSpec(source=source, kernel_name=name, args=ctx.args(), global_size=tuple(int(x) for x in gsize),

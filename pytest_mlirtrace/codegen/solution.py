@@ -12,6 +12,21 @@ gemm ``MPerBlock,NPerBlock,KPerBlock,MPerThread,NPerThread,VectorWidth,LocalTile
     LocalTiles            1: stage A/B tiles through local memory with barriers (GPU style);
                           0: every work-item reads A and B straight from global memory (CPU style)
     Unroll                unroll factor of the inner k loop (divides KPerBlock)
+    MatrixCore            0: FMA arithmetic (the default; a config of 8 fields has it 0, and a solution with
+                          it 0 prints as 8 fields, so every older config and database entry reads the same);
+                          1: NVIDIA tensor cores through inline PTX ``mma.sync.m16n8k16`` (``codegen/mma.py``),
+                          for f16 and bf16 operands with f32 accumulators, on devices whose ``mma`` names
+                          sm_80 or later.  With MatrixCore=1 the fields read:
+                          MPerThread x NPerThread  the tile of C one warp (32 work-items) computes, as
+                                                   (MPerThread/16) x (NPerThread/8) mma tiles; the work-group
+                                                   is 32 * (MPerBlock/MPerThread) * (NPerBlock/NPerThread)
+                                                   work-items along x
+                          KPerBlock                depth of the local-memory tiles, a multiple of 16
+                          VectorWidth              16-bit elements one work-item loads at once when it stages
+                                                   an operand that is a plain load, contiguous and aligned
+                                                   along its fastest dimension (1, 2, 4 or 8; else 1 is used)
+                          LocalTiles               1 (the tiles are always staged in local memory)
+                          Unroll                   unroll factor of the loop over the KPerBlock/16 mma steps
 
 pointwise ``BlockSize,ElementsPerThread,VectorWidth``
     BlockSize             work-group size
@@ -41,7 +56,7 @@ from .problem import Problem
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "gemm": ("MPerBlock", "NPerBlock", "KPerBlock", "MPerThread", "NPerThread", "VectorWidth", "LocalTiles",
-             "Unroll"),
+             "Unroll", "MatrixCore"),
     "pointwise": ("BlockSize", "ElementsPerThread", "VectorWidth"),
     "reduce": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
     "softmax": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
@@ -51,6 +66,10 @@ MAX_PRIVATE_ACCUMULATORS = 256   # attention: DPerThread
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
 MAX_ACCUMULATORS = 256          # MPerThread * NPerThread
 MAX_FIELD = 1 << 16
+# fields a text may leave out (taking 0) and a solution leaves out when printed while they are 0
+OPTIONAL_TAIL = {"gemm": 1}
+MMA_DTYPES = ("f16", "bf16")    # operand types the tensor-core (MatrixCore=1) solutions take
+MMA_MAX_ACCUMULATORS = 128      # f32 accumulators one work-item holds: MPerThread * NPerThread / 32
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,9 @@ class DeviceLimits:
     # widest vector (bits) an OpenCL builtin call may take or return on the device, 0 for any
     # (cgen.Helpers.call); 128 is right for every x86-64 PoCL target, the device probe knows better
     vector_bits: int = 128
+    # the matrix-core instructions the device takes ("sm_90": NVIDIA's mma.sync of that compute
+    # capability, through inline PTX); "" for none
+    mma: str = ""
 
     @staticmethod
     def pocl() -> "DeviceLimits":
@@ -71,7 +93,7 @@ class DeviceLimits:
 
     @staticmethod
     def nvidia_gpu() -> "DeviceLimits":
-        return DeviceLimits(1024, 48 * 1024, 132, "gpu", "nvidia-gpu", 0)
+        return DeviceLimits(1024, 48 * 1024, 132, "gpu", "nvidia-gpu", 0, "sm_90")
 
 
 DEFAULT_LIMITS = DeviceLimits()
@@ -85,6 +107,12 @@ def _pow2(x: int) -> bool:
 class Solution:
     kind: str
     values: tuple[int, ...]
+
+    def __post_init__(self):
+        # a gemm given without its optional last field(s) takes them as 0
+        missing = len(FIELDS.get(self.kind, ())) - len(self.values)
+        if 0 < missing <= OPTIONAL_TAIL.get(self.kind, 0):
+            object.__setattr__(self, "values", tuple(self.values) + (0,) * missing)
 
     # ---- access ------------------------------------------------------------
     @property
@@ -100,10 +128,23 @@ class Solution:
         raise AttributeError(f"{self.kind} solution has no field {name!r} (fields: {', '.join(f)})")
 
     def __str__(self) -> str:
-        return ",".join(str(v) for v in self.values)
+        vals = list(self.values)
+        for _ in range(OPTIONAL_TAIL.get(self.kind, 0)):
+            if vals and vals[-1] == 0:
+                vals.pop()
+        return ",".join(str(v) for v in vals)
+
+    @property
+    def matrix_core(self) -> bool:
+        """A gemm solution on tensor cores (MatrixCore=1)."""
+        return self.kind == "gemm" and bool(self.values[8])
 
     def describe(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.fields.items())
+        f = self.fields
+        if self.matrix_core:
+            f = {("MPerWarp" if k == "MPerThread" else "NPerWarp" if k == "NPerThread" else k): v
+                 for k, v in f.items()}
+        return ", ".join(f"{k}={v}" for k, v in f.items())
 
     # ---- construction --------------------------------------------------------
     @staticmethod
@@ -111,6 +152,8 @@ class Solution:
         if kind not in FIELDS:
             raise SolutionError(f"unknown solution kind {kind!r}; expected one of {', '.join(FIELDS)}")
         if named:
+            optional = FIELDS[kind][len(FIELDS[kind]) - OPTIONAL_TAIL.get(kind, 0):]
+            named = {**{f: 0 for f in optional}, **named}
             missing = [f for f in FIELDS[kind] if f not in named]
             extra = [k for k in named if k not in FIELDS[kind]]
             if extra:
@@ -132,9 +175,12 @@ class Solution:
             raise SolutionError(f"unknown solution kind {kind!r}; expected one of {', '.join(FIELDS)}")
         names = FIELDS[kind]
         parts = parse_perf_config(text).fields
-        if len(parts) != len(names):
-            raise SolutionError(f"{kind} solution {text!r} has {len(parts)} field(s), expected {len(names)}: "
+        least = len(names) - OPTIONAL_TAIL.get(kind, 0)
+        if not least <= len(parts) <= len(names):
+            want = f"{least} or {len(names)}" if least < len(names) else f"{len(names)}"
+            raise SolutionError(f"{kind} solution {text!r} has {len(parts)} field(s), expected {want}: "
                                 f"{','.join(names)}")
+        names = names[:len(parts)]
         vals = []
         for i, (name, p) in enumerate(zip(names, parts)):
             try:
@@ -142,7 +188,7 @@ class Solution:
             except ValueError:
                 raise SolutionError(f"{kind} solution {text!r}: field {i + 1} ({name}) is {p!r}, "
                                     "expected a positive integer") from None
-            if v < 1 and name != "LocalTiles":
+            if v < 1 and name not in ("LocalTiles", "MatrixCore"):
                 raise SolutionError(f"{kind} solution {text!r}: field {i + 1} ({name}) is {v}, "
                                     "expected a positive integer")
             if v > MAX_FIELD:
@@ -165,6 +211,11 @@ class Solution:
         if self.kind == "gemm":
             if f["LocalTiles"] not in (0, 1):
                 bad("LocalTiles", "0 (global loads) or 1 (local-memory tiles)")
+            if f["MatrixCore"] not in (0, 1):
+                bad("MatrixCore", "0 (FMA) or 1 (NVIDIA mma.sync tensor cores)")
+            if f["MatrixCore"]:
+                self._validate_mma(bad)
+                return
             if f["MPerBlock"] % f["MPerThread"] and "odd_perf_config" not in faults:   # [fault hook]
                 bad("MPerBlock", f"a multiple of MPerThread ({f['MPerThread']})")
             if f["NPerBlock"] % f["NPerThread"] and "odd_perf_config" not in faults:   # [fault hook]
@@ -180,9 +231,30 @@ class Solution:
             if f["DPerThread"] > MAX_PRIVATE_ACCUMULATORS:
                 bad("DPerThread", f"at most {MAX_PRIVATE_ACCUMULATORS} (private accumulators)")
 
+    def _validate_mma(self, bad) -> None:
+        f = self.fields
+        if f["LocalTiles"] != 1:
+            bad("LocalTiles", "1 with MatrixCore=1 (tensor-core tiles are staged in local memory)")
+        if f["MPerThread"] % 16:
+            bad("MPerThread", "a multiple of 16 with MatrixCore=1 (the rows of a warp's mma tiles)")
+        if f["NPerThread"] % 8:
+            bad("NPerThread", "a multiple of 8 with MatrixCore=1 (the columns of a warp's mma tiles)")
+        if f["MPerBlock"] % f["MPerThread"]:
+            bad("MPerBlock", f"a multiple of MPerThread ({f['MPerThread']})")
+        if f["NPerBlock"] % f["NPerThread"]:
+            bad("NPerBlock", f"a multiple of NPerThread ({f['NPerThread']})")
+        if f["KPerBlock"] % 16:
+            bad("KPerBlock", "a multiple of 16 with MatrixCore=1 (the k of one mma step)")
+        if f["VectorWidth"] > 8:
+            bad("VectorWidth", "1, 2, 4 or 8 with MatrixCore=1 (16-bit elements per staging load)")
+        if (f["KPerBlock"] // 16) % f["Unroll"]:
+            bad("Unroll", f"a divisor of KPerBlock/16 ({f['KPerBlock'] // 16}) with MatrixCore=1")
+
     # ---- derived -------------------------------------------------------------
     def work_group(self) -> tuple[int, ...]:
         f = self.fields
+        if self.matrix_core:
+            return (32 * (f["MPerBlock"] // f["MPerThread"]) * (f["NPerBlock"] // f["NPerThread"]), 1, 1)
         if self.kind == "gemm":
             return (f["NPerBlock"] // f["NPerThread"], f["MPerBlock"] // f["MPerThread"], 1)
         if self.kind == "pointwise":
@@ -197,6 +269,8 @@ class Solution:
 
     def local_bytes(self) -> int:
         f = self.fields
+        if self.matrix_core:      # codegen/mma.py: A as [MPerBlock][KPerBlock + 8], B as [KPerBlock][NPerBlock + 8]
+            return 2 * (f["MPerBlock"] * (f["KPerBlock"] + 8) + f["KPerBlock"] * (f["NPerBlock"] + 8))
         if self.kind == "gemm":
             if not f["LocalTiles"]:
                 return 0
@@ -225,7 +299,9 @@ def check_applicable(problem: Problem, solution: Solution, limits=None) -> None:
     if lb > lm:
         raise NotApplicable(f"needs {lb} bytes of local memory, the device has {lm}")
     f = solution.fields
-    if problem.kind == "gemm":
+    if solution.matrix_core:
+        _check_mma(problem, solution, limits)
+    elif problem.kind == "gemm":
         if f["MPerThread"] * f["NPerThread"] > MAX_ACCUMULATORS:
             raise NotApplicable(f"register tile MPerThread x NPerThread = {f['MPerThread']}x{f['NPerThread']} "
                                 f"exceeds {MAX_ACCUMULATORS} accumulators")
@@ -248,6 +324,28 @@ def check_applicable(problem: Problem, solution: Solution, limits=None) -> None:
         if f["VectorWidth"] > problem.reduce_len:
             raise NotApplicable(f"VectorWidth {f['VectorWidth']} is wider than the reduction "
                                 f"({problem.reduce_len} elements)")
+
+
+def mma_arch(limits) -> int:
+    """The compute capability (80 for "sm_80") of a device's matrix-core instructions; 0 for none."""
+    text = str(_limit(limits, "mma", "") or "")
+    if text == "emulated":      # codegen/mma.py's emulation of the instruction (tests, any device)
+        return 80
+    return int(text[3:]) if text.startswith("sm_") and text[3:].isdigit() else 0
+
+
+def _check_mma(problem: Problem, solution: Solution, limits) -> None:
+    if mma_arch(limits) < 80:
+        raise NotApplicable(f"MatrixCore=1 needs NVIDIA mma.sync of sm_80 or later; the device has "
+                            f"{_limit(limits, 'mma', '') or 'none'}")
+    if problem.op in ("quant_dot", "quant_convolution") or problem.dtype not in MMA_DTYPES:
+        raise NotApplicable(f"MatrixCore=1 takes {' or '.join(MMA_DTYPES)} operands, not {problem.dtype}"
+                            + (" (quantized)" if problem.op.startswith("quant") else ""))
+    f = solution.fields
+    if f["MPerThread"] * f["NPerThread"] // 32 > MMA_MAX_ACCUMULATORS:
+        raise NotApplicable(f"a warp tile of {f['MPerThread']}x{f['NPerThread']} needs "
+                            f"{f['MPerThread'] * f['NPerThread'] // 32} accumulators per work-item, more than "
+                            f"{MMA_MAX_ACCUMULATORS}")
 
 
 def is_applicable(problem: Problem, solution: Solution, limits=None) -> bool:

@@ -71,6 +71,7 @@ class DeviceInfo:
     extensions: tuple = field(default=(), repr=False)
     target_cpu: str = ""          # the LLVM CPU a PoCL CPU device builds for
     vector_bits: int = 0          # widest vector an OpenCL builtin call may take (0: any)
+    mma: str = ""                 # matrix-core instructions the code generator may use ("sm_90"; "" for none)
 
     @property
     def is_pocl(self) -> bool:
@@ -91,7 +92,8 @@ class DeviceInfo:
     def describe(self) -> str:
         target = f", builds for {self.target_cpu}" if self.target_cpu else ""
         vec = f", builtin vectors <= {self.vector_bits} bits" if self.vector_bits else ""
-        return f"{self.spec}  {self.key_name:<16} {self.name} ({self.platform}, {self.kind}{target}{vec})"
+        mma = f", mma {self.mma}" if self.mma else ""
+        return f"{self.spec}  {self.key_name:<16} {self.name} ({self.platform}, {self.kind}{target}{vec}{mma})"
 
 
 # LLVM x86 CPU names by the width of their vector registers (LLVM 14's list, plus later names so that a
@@ -128,6 +130,14 @@ def builtin_vector_bits(kind: str, platform: str, device_version: str) -> int:
     if cpu in _AVX_CPUS:
         return 256
     return 128   # SSE-only targets, and any name not known here: safe everywhere
+
+
+def nvidia_mma(vendor: str, cc_major: int, cc_minor: int) -> str:
+    """``"sm_XY"`` for an NVIDIA device of compute capability X.Y that has ``mma.sync`` m16n8k16 for f16 and
+    bf16 (sm_80 and later, as PTX ISA 7.0 gives it); "" otherwise."""
+    if "nvidia" not in vendor.lower() or cc_major < 8:
+        return ""
+    return f"sm_{cc_major}{cc_minor}"
 
 
 def make_key_name(name: str, platform: str, kind: str, device_version: str = "") -> str:

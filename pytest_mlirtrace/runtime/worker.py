@@ -102,6 +102,9 @@ def _device_dict(cl, devmod, pi: int, di: int, p, d) -> dict:
         "extensions": ext,
         "target_cpu": devmod.pocl_target_cpu(version) if "pocl" in version.lower() else "",
         "vector_bits": devmod.builtin_vector_bits(kind, pname, version),
+        # NVIDIA's cl_nv_device_attribute_query gives the compute capability
+        "mma": devmod.nvidia_mma(d.vendor, int(get("compute_capability_major_nv", 0) or 0),
+                                 int(get("compute_capability_minor_nv", 0) or 0)),
     }
 
 

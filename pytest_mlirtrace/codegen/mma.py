@@ -1,0 +1,370 @@
+"""GEMM fusions on NVIDIA tensor cores (a gemm solution with MatrixCore=1): the one place with inline PTX.
+
+OpenCL C has no tensor-core builtins, but NVIDIA's OpenCL compiler takes inline PTX (``asm volatile``), and
+``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`` is PTX (sm_80 and later).  ``solution.check_applicable``
+offers these solutions only where the device's ``mma`` names such an architecture, so no other device
+ever sees this text.
+
+The kernel (``MPerBlock x NPerBlock`` of C per work-group, one 32-wide warp per ``MPerThread x NPerThread``
+of it, f32 accumulators in registers):
+
+* staging: every K step of ``KPerBlock``, the work-items bring A's ``MPerBlock x KPerBlock`` tile and B's
+  ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``
+  (rows padded by 8 elements).  Each element is the operand's DAG (views, pointwise ops before the dot)
+  computed as in the FMA kernels and rounded to the operand type; a plain load of that type is copied
+  bit for bit, ``VectorWidth`` elements at a time where it is contiguous and aligned.  The next tile is
+  read from global memory into registers while the current one is multiplied.
+* mma: per 16-deep step, a warp loads its A fragments as 32-bit words from ``As`` and its B fragments from
+  two 16-bit values of ``Bs``, and issues one ``mma.sync`` per 16x8 tile of C.
+* edges: rows and columns past M and N are clamped for loads and dropped at the store; the K tail is a
+  zero-filled partial tile.
+* epilogue: the fused pointwise ops after the dot, on two adjacent columns at a time inside the output,
+  element by element (guarded) at its edges.
+"""
+from __future__ import annotations
+
+from . import expr as E
+from .cgen import store_value
+from .errors import NotApplicable
+from .kernel import Ctx, emit_output, render
+from .problem import Analysis
+
+#: the PTX type of each operand dtype mma.sync takes
+PTX_TYPE = {"f16": "f16", "bf16": "bf16"}
+PAD = 8           # 16-bit elements added to each local-memory row (keeps rows 16-byte aligned, spreads banks)
+
+
+#: ``DeviceLimits.mma`` value that asks for the emulated instruction (any OpenCL device; for tests)
+EMULATED = "emulated"
+EMU_FLOATS = 16 * 16 + 16 * 8     # one warp's A and B of one mma, in local memory
+
+
+def mma_function(dtype: str, emulated: bool = False, decode: str = "") -> str:
+    """The device function doing one m16n8k16 (D += A x B, f32 accumulators): ``mma.sync`` through inline
+    PTX, or, ``emulated``, the same fragment exchange through a warp's local scratch (``decode``: the helper
+    turning a 16-bit value into a float), so that the rest of the kernel can be checked on any device."""
+    t = PTX_TYPE[dtype]
+    if emulated:
+        return (
+            "/* m16n8k16 emulated (no tensor cores): the warp's fragments meet in local memory */\n"
+            "inline void mma_m16n8k16(float *d, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1,\n"
+            "                         __local float *s, int lane) {\n"
+            "  const int g = lane >> 2, t = lane & 3;\n"
+            "  __local float *A = s, *B = s + 256;\n"
+            "  const uint av[4] = {a0, a1, a2, a3};\n"
+            "  for (int r = 0; r < 4; ++r) for (int h = 0; h < 2; ++h)\n"
+            f"    A[(g + (r & 1) * 8) * 16 + (r >> 1) * 8 + t * 2 + h] = {decode}((ushort)(av[r] >> (16 * h)));\n"
+            "  for (int h = 0; h < 2; ++h) {\n"
+            f"    B[(t * 2 + h) * 8 + g] = {decode}((ushort)(b0 >> (16 * h)));\n"
+            f"    B[(t * 2 + 8 + h) * 8 + g] = {decode}((ushort)(b1 >> (16 * h)));\n"
+            "  }\n"
+            "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+            "  for (int e = 0; e < 4; ++e) {\n"
+            "    const int r = g + (e >> 1) * 8, c = t * 2 + (e & 1);\n"
+            "    float sum = 0.f;\n"
+            "    for (int k = 0; k < 16; ++k) sum += A[r * 16 + k] * B[k * 8 + c];\n"
+            "    d[e] += sum;\n"
+            "  }\n"
+            "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+            "}\n")
+    return (
+        "/* D (16x8 f32) += A (16x16, row) x B (16x8, col): PTX's m16n8k16 fragment layout, a warp at a time */\n"
+        "inline void mma_m16n8k16(float *d, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1) {\n"
+        f'  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 {{%0,%1,%2,%3}}, '
+        '{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"\n'
+        '               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])\n'
+        '               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));\n'
+        "}\n")
+
+
+def _aligned_contiguous(off: E.Lin, fast: str, w: int) -> bool:
+    """Are the ``w`` elements at ``fast`` = s .. s+w-1 (s a multiple of ``w``) consecutive in storage, from
+    a multiple of ``w``?  True when ``off`` is ``fast`` (alone or as ``fast % d``, ``d`` a multiple of ``w``)
+    plus terms that are multiples of ``w`` and constant over such a run (``fast / d``, other variables)."""
+    if w == 1:
+        return True
+    if off.const % w:
+        return False
+    step = 0                       # how much one step of ``fast`` inside the run moves the offset
+    for a, c in off.terms:
+        if isinstance(a, E.Var):
+            if a.name == fast:
+                step += c
+            elif c % w:
+                return False
+            continue
+        if fast not in E.atom_vars(a):
+            if c % w:
+                return False
+            continue
+        if not isinstance(a, (E.FDiv, E.FMod)) or a.d % w or a.arg.const or a.arg.terms != ((E.Var(fast, _extent(a.arg, fast)), 1),):
+            return False
+        if isinstance(a, E.FMod):
+            step += c
+        elif c % w:
+            return False
+    return step == 1
+
+
+def _extent(e: E.Lin, name: str) -> int:
+    for a, _ in e.terms:
+        if isinstance(a, E.Var) and a.name == name:
+            return a.extent
+    return -1
+
+
+class _Stage:
+    """How one operand's tile reaches local memory: which work-item reads which elements, in registers
+    between the global read and the local store."""
+
+    def __init__(self, ctx: Ctx, an: Analysis, sol, tag: str, faults):
+        p = an.problem
+        self.ctx, self.tag = ctx, tag
+        self.root = an.a_root if tag == "A" else an.b_root
+        self.rows = sol.MPerBlock if tag == "A" else sol.NPerBlock      # m (A) or n (B) extent of the tile
+        self.KB, self.K = sol.KPerBlock, p.k
+        self.ext = p.m if tag == "A" else p.n
+        self.rvar = "m" if tag == "A" else "n"
+        self.rname = "mm" if tag == "A" else "nn"
+        self.base = "bm0" if tag == "A" else "bn0"
+        # k is the fastest storage dim of A unless transA, of B only if transB
+        self.k_fast = (not p.transA) if tag == "A" else p.transB
+        self.WG = sol.work_group_size()
+        node = ctx.dag.nodes[self.root]
+        self.dtype = node.dtype
+        if self.dtype.name != p.dtype:
+            raise NotApplicable(f"MatrixCore=1: operand {tag} is {self.dtype.name}, the problem's type is {p.dtype}")
+        off = node.offset if node.kind == "load" else None
+        if off is not None and "wrong_transpose_stride" in faults:
+            off = None    # [fault hook] wrong_transpose_stride goes through the general path (gemm._Operand)
+        self.plain = off is not None
+        w = sol.VectorWidth
+        along = self.KB if self.k_fast else self.rows
+        fast_ext = self.K if self.k_fast else self.ext
+        fast = "k" if self.k_fast else self.rvar
+        if not (self.plain and along % w == 0 and fast_ext % w == 0 and _aligned_contiguous(off, fast, w)):
+            w = 1
+        self.w = w
+        self.chunks = self.rows * self.KB // w            # w-wide chunks in the tile
+        self.per = -(-self.chunks // self.WG)              # chunks per work-item
+        self.faults = faults
+        from .gemm import _Operand      # the FMA kernels' operand plan (views, the planted stride fault)
+        self.op = _Operand(ctx, self.root, self.rvar, p.k, self.KB, tag.lower(), faults,
+                           p.transA if tag == "A" else p.transB, p.k if tag == "A" else p.n)
+
+    def regs(self) -> list[str]:
+        t = "ushort" if self.w == 1 else f"ushort{self.w}"
+        return [f"{t} s{self.tag}{e};" for e in range(self.per)]
+
+    def load(self, k0: str, kcut: str) -> list[str]:
+        """Read the tile starting at k = ``k0`` into the registers (zero past ``kcut``)."""
+        ctx, w, KB, rows = self.ctx, self.w, self.KB, self.rows
+        L: list[str] = []
+        for e in range(self.per):
+            L.append("{")
+            L.append(f"  const int c = tid + {e * self.WG};")
+            guard = self.chunks % self.WG and e == self.per - 1
+            if self.k_fast:
+                L.append(f"  const int kk = (c % {KB // w}) * {w}, rr = c / {KB // w};")
+            else:
+                L.append(f"  const int rr = (c % {rows // w}) * {w}, kk = c / {rows // w};")
+            if self.k_fast or w == 1:
+                L.append(f"  const int row = MINI({self.base} + rr, {self.ext - 1});")
+            else:       # w rows from an aligned start: clamp the start (the extent is a multiple of w)
+                L.append(f"  const int row = MINI({self.base} + rr, {self.ext - w});")
+            if self.k_fast and w > 1:
+                L.append(f"  const int k = MINI({k0} + kk, {self.K - w});")
+            else:
+                L.append(f"  const int k = MINI({k0} + kk, {self.K - 1});")
+            val = self._value(L)
+            inside = f"{k0} + kk < {kcut}"
+            zero = "(ushort)0" if w == 1 else f"(ushort{w})(0)"
+            if guard:
+                L.append(f"  s{self.tag}{e} = (c < {self.chunks} && {inside}) ? {val} : {zero};")
+            else:
+                L.append(f"  s{self.tag}{e} = ({inside}) ? {val} : {zero};")
+            L.append("}")
+        return L
+
+    def _value(self, L: list[str]) -> str:
+        """C expression of this work-item's chunk as 16-bit bits (``ushort`` or ``ushortN``)."""
+        ctx, op = self.ctx, self.op
+        mvar, kvar = E.var(self.rname, self.ext), E.var("kx", self.K)
+        names = {self.rname: "row", "kx": "k", "gb": "gb"}
+        if self.plain:
+            node = ctx.dag.nodes[self.root]
+            ptr = ctx.pnames[node.param]
+            c_off = render(node.offset, {self.rvar: mvar, "k": kvar}, names)
+            if self.w == 1:
+                return f"{ptr}[{c_off}]"
+            return f"*(__global const ushort{self.w} *)({ptr} + ({c_off}))"
+        from .gemm import _scalar_operand
+        sub: list[str] = []
+        v = _scalar_operand(ctx, op, lambda li: render(op.plan[li][0], {self.rvar: mvar, "k": kvar}, names),
+                            "float", f"s{self.tag}_", sub)
+        L += ["  " + x for x in sub]
+        return store_value(ctx.helpers, self.dtype, v)
+
+    def store(self) -> list[str]:
+        """Registers -> the local tile (As[m][k] or Bs[k][n])."""
+        w, KB, rows = self.w, self.KB, self.rows
+        L: list[str] = []
+        for e in range(self.per):
+            L.append("{")
+            L.append(f"  const int c = tid + {e * self.WG};")
+            guard = self.chunks % self.WG and e == self.per - 1
+            if guard:
+                L.append(f"  if (c < {self.chunks}) {{")
+            if self.k_fast:
+                L.append(f"  const int kk = (c % {KB // w}) * {w}, rr = c / {KB // w};")
+            else:
+                L.append(f"  const int rr = (c % {rows // w}) * {w}, kk = c / {rows // w};")
+            v = f"s{self.tag}{e}"
+            contiguous_dst = self.k_fast == (self.tag == "A")     # As is k-major in a row, Bs n-major
+            if w == 1:
+                L.append(f"  {self._dst('rr', 'kk')} = {v};")
+            elif contiguous_dst:
+                L.append(f"  *(__local ushort{w} *)&{self._dst('rr', 'kk')} = {v};")
+            else:
+                for ll in range(w):
+                    r, k = ("rr", f"kk + {ll}") if self.k_fast else (f"rr + {ll}", "kk")
+                    L.append(f"  {self._dst(r, k)} = {v}.s{'0123456789abcdef'[ll]};")
+            if guard:
+                L.append("  }")
+            L.append("}")
+        return L
+
+    def _dst(self, r: str, k: str) -> str:
+        return f"As[{r}][{k}]" if self.tag == "A" else f"Bs[{k}][{r}]"
+
+
+def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
+    p = an.problem
+    M, N, K = p.m, p.n, p.k
+    MB, NB, KB = sol.MPerBlock, sol.NPerBlock, sol.KPerBlock
+    WM, WN = sol.MPerThread, sol.NPerThread
+    TI, TJ = WM // 16, WN // 8
+    warps_n = NB // WN
+    WG = sol.work_group_size()
+    A, B = _Stage(ctx, an, sol, "A", faults), _Stage(ctx, an, sol, "B", faults)
+    emulated = ctx.mma == EMULATED
+    extra = ", emu + warp * %d, lane" % EMU_FLOATS if emulated else ""
+    kcut = f"{K - 1}" if "k_tail_off_by_one" in faults else f"{K}"
+    L: list[str] = []
+    L.append(f"__local ushort As[{MB}][{KB + PAD}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort Bs[{KB}][{NB + PAD}] __attribute__((aligned(16)));")
+    if emulated:
+        L.append(f"__local float emu[{WG // 32 * EMU_FLOATS}];")
+    L.append("const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;")
+    L.append(f"const int wm = warp / {warps_n}, wn = warp % {warps_n};")
+    L.append("const int gb = get_global_id(2);")
+    L.append(f"const int bm0 = get_group_id(1) * {MB}, bn0 = get_group_id(0) * {NB};")
+    L.append(f"float acc[{TI}][{TJ}][4];")
+    L.append("#pragma unroll")
+    L.append(f"for (int i = 0; i < {TI}; ++i)")
+    L.append("  #pragma unroll")
+    L.append(f"  for (int j = 0; j < {TJ}; ++j) {{ acc[i][j][0] = 0.f; acc[i][j][1] = 0.f; "
+             "acc[i][j][2] = 0.f; acc[i][j][3] = 0.f; }")
+    L += A.regs() + B.regs()
+    L += A.load("0", kcut) + B.load("0", kcut)
+    if "infinite_loop" in faults:      # [fault hook] infinite_loop: the K loop ends on != past an odd K
+        L.append(f"for (uint k0u = 0; k0u != {(K + 1) & ~1}u; k0u += {KB}u) {{")
+        L.append("  const int k0 = (int)k0u;")
+    else:
+        L.append(f"for (int k0 = 0; k0 < {K}; k0 += {KB}) {{")
+    L += ["  " + x for x in A.store() + B.store()]
+    if "missing_barrier" not in faults:
+        L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
+    L.append(f"  if (k0 + {KB} < {K}) {{")
+    L += ["    " + x for x in A.load(f"(k0 + {KB})", kcut) + B.load(f"(k0 + {KB})", kcut)]
+    L.append("  }")
+    L.append(f"  #pragma unroll {sol.Unroll}")
+    L.append(f"  for (int kk = 0; kk < {KB}; kk += 16) {{")
+    L.append(f"    uint a[{TI}][4], b[{TJ}][2];")
+    L.append("    #pragma unroll")
+    L.append(f"    for (int i = 0; i < {TI}; ++i) {{")
+    L.append(f"      const int r = wm * {WM} + i * 16 + g, c = kk + t * 2;")
+    L.append("      a[i][0] = *(__local const uint *)&As[r][c]; a[i][1] = *(__local const uint *)&As[r + 8][c];")
+    L.append("      a[i][2] = *(__local const uint *)&As[r][c + 8]; "
+             "a[i][3] = *(__local const uint *)&As[r + 8][c + 8];")
+    L.append("    }")
+    L.append("    #pragma unroll")
+    L.append(f"    for (int j = 0; j < {TJ}; ++j) {{")
+    L.append(f"      const int n = wn * {WN} + j * 8 + g, k = kk + t * 2;")
+    L.append("      b[j][0] = (uint)Bs[k][n] | ((uint)Bs[k + 1][n] << 16);")
+    L.append("      b[j][1] = (uint)Bs[k + 8][n] | ((uint)Bs[k + 9][n] << 16);")
+    L.append("    }")
+    L.append("    #pragma unroll")
+    L.append(f"    for (int i = 0; i < {TI}; ++i)")
+    L.append("      #pragma unroll")
+    L.append(f"      for (int j = 0; j < {TJ}; ++j)")
+    L.append("        mma_m16n8k16(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]"
+             f"{extra});")
+    L.append("  }")
+    L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
+    L.append("}")
+    L += _epilogue(ctx, an, sol, faults)
+    attrs = f"__attribute__((reqd_work_group_size({WG}, 1, 1)))"
+    gx = -(-N // NB) * WG
+    gy = -(-M // MB)
+    decode = ctx.helpers.need("h2f" if p.dtype == "f16" else "bf2f") if emulated else ""
+    return L, (gx, gy, p.g), (WG, 1, 1), attrs, mma_function(p.dtype, emulated, decode)
+
+
+def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
+    """Accumulator (i, j, e) of a work-item is C[row0 + i*16 + g + 8*(e/2)][col0 + j*8 + 2*t + e%2]."""
+    p = an.problem
+    M, N = p.m, p.n
+    MB, NB, WM, WN = sol.MPerBlock, sol.NPerBlock, sol.MPerThread, sol.NPerThread
+    TI, TJ = WM // 16, WN // 8
+    oob = "oob_write_n_edge" in faults
+    gbv = {"gb": "gb"}
+    mvar, nvar = E.var("mm", M), E.var("nn", N)
+    L: list[str] = [f"const int wr0 = bm0 + wm * {WM} + g, wc0 = bn0 + wn * {WN} + t * 2;"]
+
+    def store(ll, target, val):
+        return f"{target} = {val};"
+
+    only_fast = M % MB == 0 and N % NB == 0
+    L.append("{" if only_fast else f"if (bm0 + {MB} <= {M} && bn0 + {NB} <= {N}) {{")
+    L.append("  #pragma unroll")
+    L.append(f"  for (int q = 0; q < {TI * TJ * 2}; ++q) {{")
+    L.append(f"    const int i = q / {TJ * 2}, j = (q / 2) % {TJ}, h = q % 2;")
+    L.append("    const int row = wr0 + i * 16 + h * 8, col = wc0 + j * 8;")
+    L.append("    const float2 v = (float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]);")
+
+    def acc2(w, l):
+        return "v" if l is None else f"v.s{l}"
+
+    def lanes(ll):
+        return {"m": mvar, "n": nvar + ll}, {"mm": "row", "nn": "col", **gbv}
+    L += ["    " + x for x in emit_output(ctx, acc2, 2, {}, lanes, lanes, store, "f")]
+    L.append("  }")
+    L.append("}")
+    if only_fast:
+        return L
+    L[-1] = "} else {"
+    L.append("  #pragma unroll")
+    L.append(f"  for (int q = 0; q < {TI * TJ * 4}; ++q) {{")
+    L.append(f"    const int i = q / {TJ * 4}, j = (q / 4) % {TJ}, e = q % 4;")
+    L.append("    const int row = wr0 + i * 16 + (e / 2) * 8, col = wc0 + j * 8 + e % 2;")
+    L.append(f"    if (row >= {M}) continue;")
+    if not oob:
+        L.append(f"    if (col >= {N}) continue;")
+    L.append(f"    const int colc = MINI(col, {N - 1});")
+
+    def acc1(w, l):
+        return "acc[i][j][e]"
+
+    def lane1(ll):
+        return {"m": mvar, "n": nvar}, {"mm": "row", "nn": "colc", **gbv}
+
+    def out1(ll):
+        return {"m": mvar, "n": nvar}, {"mm": "row", "nn": "col", **gbv}
+    L += ["    " + x for x in emit_output(ctx, acc1, 1, {}, lane1, out1, store, "s")]
+    L.append("  }")
+    L.append("}")
+    return L
+
+
+__all__ = ["lower_gemm_mma", "mma_function", "PTX_TYPE", "EMULATED"]

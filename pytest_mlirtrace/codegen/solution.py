@@ -394,6 +394,14 @@ def _gemm_space(p: Problem):
             for mt, nt, vw in ((4, 4, 4), (8, 4, 4), (4, 8, 4), (8, 8, 4), (8, 8, 8), (4, 4, 1)):
                 for kb in (8, 16):
                     out.append(_gemm(mb, nb, kb, mt, nt, vw, 1, kb))
+    # tensor cores (applicable only where the device has them): warp tiles of mma tiles, local-memory tiles
+    for mb in (32, 64, 128, 256):
+        for nb in (32, 64, 128, 256):
+            for wm, wn in ((16, 16), (32, 32), (32, 64), (64, 32), (64, 64)):
+                if mb % wm or nb % wn or (mb // wm) * (nb // wn) > 16:
+                    continue
+                for kb in (16, 32, 64):
+                    out.append(Solution("gemm", (mb, nb, kb, wm, wn, 8, 1, kb // 16, 1)))
     # never let the tile be far bigger than the problem
     lim_m, lim_n = _ceil_pow2(max(p.m, 1)) * 2, _ceil_pow2(max(p.n, 1)) * 2
     return [s for s in out if s.MPerBlock <= max(lim_m, s.MPerThread) and s.NPerBlock <= max(lim_n, s.NPerThread)]
@@ -445,11 +453,18 @@ _GPU_STYLE = [
     "32,128,16,4,8,4,1,16", "64,128,16,4,8,4,1,16", "16,64,16,2,4,4,1,16", "32,32,16,2,2,1,1,16",
     "16,16,8,1,1,1,1,8", "8,8,8,1,1,1,1,8",
 ]
+# tensor-core solutions (MatrixCore=1), first in the GPU list: only a device with NVIDIA mma.sync and a
+# problem of f16 or bf16 operands keep them (measured on an H200; BENCHMARKS.md "Tensor cores")
+_MMA_STYLE = [
+    "128,128,32,64,32,8,1,2,1", "128,128,32,32,64,8,1,2,1", "128,256,32,64,64,8,1,2,1",
+    "256,128,32,64,64,8,1,2,1", "128,128,64,64,32,8,1,4,1", "128,128,32,64,64,8,1,2,1",
+    "64,128,32,32,32,8,1,2,1", "128,64,32,32,32,8,1,2,1", "64,64,32,32,32,8,1,2,1", "32,32,32,16,16,8,1,2,1",
+]
 _QUICK_GEMM = {
     "cpu": _CPU_STYLE + ["64,64,16,4,8,4,1,16", "64,64,8,4,4,4,1,8", "32,32,8,4,4,4,1,8",
                          "128,64,8,8,8,4,1,8", "128,128,8,8,8,4,1,8", "16,16,8,1,1,1,1,8",
                          "32,32,16,2,2,1,1,16", "128,128,8,16,8,4,1,8"],
-    "gpu": _GPU_STYLE + ["8,32,8,8,32,16,0,4", "32,32,8,8,32,16,0,4", "12,16,8,12,16,16,0,4",
+    "gpu": _MMA_STYLE + _GPU_STYLE + ["8,32,8,8,32,16,0,4", "32,32,8,8,32,16,0,4", "12,16,8,12,16,16,0,4",
                          "8,8,8,8,8,8,0,4", "4,16,8,4,16,16,0,4", "4,8,4,4,8,8,0,4", "4,4,4,4,4,4,0,4",
                          "2,2,4,2,2,2,0,4", "1,1,4,1,1,1,0,4", "16,64,8,4,64,16,0,4"],
 }
@@ -492,7 +507,8 @@ def default_solution(problem: Problem, limits=None) -> Solution:
         ("gemm", False): (["8,64,8,8,32,16,0,8", "8,32,8,8,32,16,0,8"] if half
                           else ["16,32,8,8,32,16,0,4", "8,32,8,8,32,16,0,4"])
         + ["12,16,8,12,16,16,0,4", "8,8,8,8,8,8,0,4", "4,4,4,4,4,4,0,4", "1,1,4,1,1,1,0,4"],
-        ("gemm", True): (["128,128,8,16,8,4,1,8"] if big else ["64,64,16,4,8,4,1,16"])
+        ("gemm", True): (["128,128,32,64,32,8,1,2,1"] if big else ["64,64,32,32,32,8,1,2,1"])
+        + (["128,128,8,16,8,4,1,8"] if big else ["64,64,16,4,8,4,1,16"])
         + ["64,64,8,4,4,4,1,8", "32,32,8,4,4,4,1,8", "16,16,8,1,1,1,1,8"],
         ("pointwise", False): ["64,1,16", "64,1,4", "64,1,1"],
         ("pointwise", True): ["256,1,4", "256,1,1"],

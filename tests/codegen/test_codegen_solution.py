@@ -52,7 +52,16 @@ def test_solution_fields_by_name():
 
 
 @pytest.mark.parametrize("kind,text,match", [
-    ("gemm", "64,64,8", r"has 3 field\(s\), expected 8: MPerBlock,NPerBlock,KPerBlock"),
+    ("gemm", "64,64,8", r"has 3 field\(s\), expected 8 or 9: MPerBlock,NPerBlock,KPerBlock"),
+    ("gemm", "64,64,8,16,64,8,1,1,0,0", r"has 10 field\(s\), expected 8 or 9"),
+    ("gemm", "64,64,8,16,64,8,1,1,2", r"field 9 \(MatrixCore\) is 2, expected 0 \(FMA\) or 1"),
+    ("gemm", "128,128,32,64,32,8,0,2,1", r"field 7 \(LocalTiles\) is 0, expected 1 with MatrixCore=1"),
+    ("gemm", "128,128,32,24,32,8,1,2,1", r"field 4 \(MPerThread\) is 24, expected a multiple of 16"),
+    ("gemm", "128,128,32,64,12,4,1,2,1", r"field 5 \(NPerThread\) is 12, expected a multiple of 8"),
+    ("gemm", "128,128,24,64,32,8,1,1,1", r"field 3 \(KPerBlock\) is 24, expected a multiple of 16"),
+    ("gemm", "128,128,32,64,32,16,1,2,1", r"field 6 \(VectorWidth\) is 16, expected 1, 2, 4 or 8"),
+    ("gemm", "128,128,64,64,32,8,1,3,1", r"field 8 \(Unroll\) is 3, expected a divisor of KPerBlock/16 \(4\)"),
+    ("gemm", "96,128,32,64,32,8,1,2,1", r"field 1 \(MPerBlock\) is 96, expected a multiple of MPerThread \(64\)"),
     ("gemm", "64,64,x,16,64,8,1,1", r"field 3 \(KPerBlock\) is 'x', expected a positive integer"),
     ("gemm", "64,64,8,16,64,8,2,1", r"field 7 \(LocalTiles\) is 2, expected 0 .* or 1"),
     ("gemm", "64,64,8,16,64,3,1,1", r"field 6 \(VectorWidth\) is 3, expected one of 1, 2, 4, 8, 16"),
@@ -92,7 +101,7 @@ def test_spaces_and_quick_lists():
     assert 200 <= len(full) <= 2000
     for lim in (None, GPU):
         q = quick_list(p, lim)
-        assert 30 <= len(q) <= 40, len(q)
+        assert 30 <= len(q) <= 40 + 10 * (lim is GPU), len(q)     # + the tensor-core solutions
         for s in q:
             check_applicable(p, s, lim)
     assert any(not s.LocalTiles for s in quick_list(p)) and any(s.LocalTiles for s in quick_list(p, GPU))
@@ -216,3 +225,59 @@ def test_vector_accesses_go_through_one_base_pointer():
     avx512 = DeviceLimits(vector_bits=512)
     assert "keep16(" in lower(gemm(64, 64, 64), "8,32,8,8,32,16,0,4", avx512).source
     assert "keep16(" not in lower(gemm(64, 64, 64), "8,16,8,8,16,8,0,4", avx512).source
+
+
+# ---------------------------------------------------------------- tensor cores (MatrixCore=1) --
+MMA = "128,128,32,64,32,8,1,2,1"
+
+
+def test_matrix_core_field_is_optional_and_printed_only_when_set():
+    old = Solution.parse("gemm", "128,128,8,16,8,4,1,8")
+    assert old.MatrixCore == 0 and not old.matrix_core
+    assert str(old) == "128,128,8,16,8,4,1,8"                           # older configs read and print the same
+    assert Solution.parse("gemm", "128,128,8,16,8,4,1,8,0") == old
+    assert Solution("gemm", (128, 128, 8, 16, 8, 4, 1, 8)) == old
+    assert Solution.of("gemm", MPerBlock=128, NPerBlock=128, KPerBlock=8, MPerThread=16, NPerThread=8,
+                       VectorWidth=4, LocalTiles=1, Unroll=8) == old
+    s = Solution.parse("gemm", MMA)
+    assert s.matrix_core and str(s) == MMA and Solution.parse("gemm", str(s)) == s
+    assert s.work_group() == (256, 1, 1)                                # 2 x 4 warps of 64 x 32
+    assert s.local_bytes() == 2 * (128 * 40 + 32 * 136)
+    assert "MPerWarp=64, NPerWarp=32" in s.describe()
+
+
+def test_matrix_core_solutions_apply_only_with_mma_and_16_bit_operands():
+    import dataclasses
+    s = Solution.parse("gemm", MMA)
+    f16, f32 = problem_of(seed()), problem_of(seed("f32"))
+    check_applicable(f16, s, GPU)
+    check_applicable(problem_of(gemm(64, 64, 64, "bf16")), s, GPU)
+    with pytest.raises(NotApplicable, match="needs NVIDIA mma.sync of sm_80 or later; the device has none"):
+        check_applicable(f16, s)                                        # PoCL
+    with pytest.raises(NotApplicable, match="the device has sm_75"):
+        check_applicable(f16, s, dataclasses.replace(GPU, mma="sm_75"))
+    with pytest.raises(NotApplicable, match="takes f16 or bf16 operands, not f32"):
+        check_applicable(f32, s, GPU)
+    with pytest.raises(NotApplicable, match="not i8 \\(quantized\\)"):
+        check_applicable(problem_of(gemm(64, 64, 64, "i8", epilogue=())), s, GPU)
+    with pytest.raises(NotApplicable, match="256 accumulators per work-item"):
+        check_applicable(f16, Solution.parse("gemm", "128,128,32,128,64,8,1,2,1"), GPU)
+    # the lists: tensor-core solutions lead a GPU's list where they apply, and nowhere else
+    assert all(x.matrix_core for x in quick_list(f16, GPU)[:10])
+    assert default_solution(f16, GPU).matrix_core
+    for p, lim in ((f16, None), (f32, GPU), (f16, dataclasses.replace(GPU, mma=""))):
+        assert not any(x.matrix_core for x in quick_list(p, lim) + space(p, lim))
+        assert not default_solution(p, lim).matrix_core
+
+
+def test_the_inline_ptx_is_in_one_module_and_only_in_tensor_core_kernels():
+    from pathlib import Path
+    import pytest_mlirtrace
+    root = Path(pytest_mlirtrace.__file__).parent
+    holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "asm volatile" in p.read_text())
+    assert holders == ["codegen/mma.py"]
+    src = lower(seed(), MMA, GPU).source
+    assert src.count("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 1
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in lower(gemm(64, 64, 64, "bf16"), MMA, GPU).source
+    for sol in quick_list(problem_of(seed()), GPU):
+        assert ("asm" in lower(seed(), sol, GPU).source) == sol.matrix_core

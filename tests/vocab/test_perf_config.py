@@ -108,5 +108,5 @@ def test_solution_parse_takes_its_splitting_from_vocab():
     plain = Solution.parse("gemm", "16,16,8,4,4,4,0,2")
     for text in ("v1:16,16,8,4,4,4,0,2", "16,16,8,4,4,4,0,2:", " 16, 16,8,4,4,4,0,2 "):
         assert Solution.parse("gemm", text) == plain
-    with pytest.raises(SolutionError, match=r"has 9 field\(s\), expected 8"):
-        Solution.parse("gemm", "v2:16,64,8,16,16,8,1,1,1")
+    with pytest.raises(SolutionError, match=r"has 10 field\(s\), expected 8 or 9"):
+        Solution.parse("gemm", "v3:16,64,8,16,16,8,1,1,1,1")

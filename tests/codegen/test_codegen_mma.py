@@ -1,0 +1,87 @@
+"""Tensor-core (MatrixCore=1) gemm kernels against the numpy oracle, on any OpenCL device.
+
+The test device is PoCL's CPU, which has no tensor cores: the kernels are lowered for ``mma="emulated"``,
+where the one function holding the PTX instruction is replaced by the same m16n8k16 fragment exchange done
+through local memory (``codegen/mma.py``).  Everything else of the kernel (staging through local memory,
+views and pointwise ops before the dot, the fragment loads, the epilogue, the edges, the planted faults) is
+the text the GPU runs.  The instruction itself is checked on an NVIDIA GPU by ``-m gpu`` runs of this file
+(``MLIRTRACE_TEST_DEVICE`` naming it), which lower for the device's own ``mma``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from . import cg_ocl as ocl
+from .cg_modules import gemm, seed
+from pytest_mlirtrace.codegen import lower, problem_of
+from pytest_mlirtrace.codegen.mma import EMULATED
+
+pytestmark = pytest.mark.usefixtures("cl_pool")
+CONV = Path(__file__).resolve().parents[1] / "data" / "conv"
+
+
+def mma_limits():
+    dev = ocl.limits()
+    return dev if dev.mma else dataclasses.replace(dev, mma=EMULATED)
+
+
+def _conv():
+    from pytest_mlirtrace.trace import load_module
+    return load_module((CONV / "depthwise_nhwc_f16.txt").read_text(encoding="utf-8"))[0]
+
+
+CASES = [
+    # the seed's transpose -> reshape -> dot -> add at a small size: A read through div/mod index maps
+    ("seed-views", lambda: seed("f16", heads=3, m=40, hd=16, n=48),
+     ["32,32,16,16,16,8,1,1,1", "64,64,32,32,16,4,1,2,1"]),
+    # M, N, K none a multiple of the tiles: clamped rows, dropped columns, a zero-filled K tail
+    ("f16-tails-relu", lambda: gemm(37, 45, 50, "f16", epilogue=("relu",)),
+     ["32,32,16,16,16,8,1,1,1", "32,64,32,32,32,1,1,1,1"]),
+    ("bf16", lambda: gemm(33, 40, 48, "bf16"), ["32,32,16,16,8,8,1,1,1"]),
+    ("f16-transposed", lambda: gemm(20, 24, 40, "f16", transA=True, transB=True, epilogue=("bias", "sigmoid")),
+     ["32,32,16,16,16,8,1,1,1"]),
+    ("f16-batched", lambda: gemm(17, 24, 32, "f16", batch=(2,), epilogue=("add", "tanh")),
+     ["32,32,16,16,16,8,1,1,1"]),
+    ("f16-pre-op", lambda: gemm(17, 24, 32, "f16", pre="exp"), ["32,32,16,16,16,2,1,1,1"]),
+    ("conv-depthwise-f16", _conv, ["32,32,16,16,16,8,1,1,1"]),
+]
+
+
+@pytest.mark.parametrize("name,make,solutions", CASES, ids=[c[0] for c in CASES])
+def test_tensor_core_kernels_match_the_oracle(name, make, solutions):
+    m = make()
+    for s in solutions:
+        spec = lower(m, s, mma_limits())
+        assert spec.solution.matrix_core
+        bad = ocl.check(m, spec, seed=3)
+        assert bad is None, f"{problem_of(m).key()} solution {s}: {bad}"
+
+
+def test_staging_reads_whole_vectors_only_where_they_are_contiguous_and_aligned():
+    sol = "64,64,32,32,16,8,1,2,1"
+    # the seed's A (k/64, k%64 index map) and its B (row-major) are both read 8 halves at a time
+    src = lower(seed("f16", heads=3, m=40, hd=16, n=48), sol, mma_limits()).source
+    assert src.count("*(__global const ushort8 *)") == 4       # 2 chunks each of A and B per work-item
+    # k = 50 is no multiple of 8: A's rows are not aligned, element by element; B (n = 48) still is
+    src = lower(gemm(37, 48, 50, "f16"), sol, mma_limits()).source
+    assert "ushort8 sA" not in src and "ushort8 sB" in src
+
+
+@pytest.mark.parametrize("fault,make", [
+    ("k_tail_off_by_one", lambda: gemm(37, 45, 50, "f16")),
+    ("missing_barrier", lambda: gemm(37, 45, 50, "f16")),
+    ("wrong_transpose_stride", lambda: gemm(20, 24, 40, "f16", transA=True, transB=True)),
+])
+def test_planted_faults_in_tensor_core_kernels_are_caught(fault, make):
+    m = make()
+    spec = lower(m, "32,32,16,16,16,8,1,1,1", mma_limits(), inject=fault)
+    assert spec.faults == (fault,)
+    assert ocl.check(m, spec, seed=3) is not None
+
+
+def test_narrow_accumulator_is_not_planted_where_the_hardware_accumulates():
+    spec = lower(gemm(37, 45, 50, "f16"), "32,32,16,16,16,8,1,1,1", mma_limits(), inject="narrow_accumulator")
+    assert spec.faults == ()

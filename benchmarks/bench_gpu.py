@@ -5,8 +5,9 @@
 1. dot at size³ f32: our fastest quick-list solution vs torch.matmul fp32 with TF32 off (cuBLAS SGEMM).
 2. the seed's fused op at that size (transpose -> reshape -> dot -> add, k = heads*64): our one fused
    kernel vs torch's unfused transpose + reshape (a copy) + matmul + add.
-3. f16 storage: our f16 kernels (f16 in memory, f32 arithmetic) vs torch f16 matmul (tensor cores) and
-   vs torch fp32 on the same data.
+3. f16 and bf16: our kernels (16-bit in memory; on tensor cores through inline PTX mma.sync where the device
+   has it, else f32 arithmetic) vs torch's matmul of that type (tensor cores) and vs torch fp32 on the same
+   data.  Each tune prints its fastest tensor-core (MatrixCore=1) and FMA solutions side by side.
 Our times are OpenCL profiling-event kernel times (median of repeats); torch's are CUDA-event times
 (median of repeats). Needs torch with CUDA and an OpenCL GPU (on NVIDIA the runtime adds the ICD).
 """
@@ -38,6 +39,8 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--out", default=None)
     ap.add_argument("--mode", default="quick")
+    ap.add_argument("--dtypes", default="f32,f16,bf16", help="comma-separated: f32, f16, bf16")
+    ap.add_argument("--cases", default="dot,seed", help="comma-separated: dot, seed")
     args = ap.parse_args()
     import torch
 
@@ -59,12 +62,25 @@ def main() -> int:
         bad = [x for x in r.rows if x.status != "ok"]
         print(f"  {label}: tuned {len(r.rows)} solutions in {time.perf_counter() - t0:.1f}s "
               f"({len(ok)} ok, {len(bad)} failed: {sorted({x.status for x in bad})})", flush=True)
+        for x in bad[:4]:
+            print(f"    failed {x.solution}: {x.status} {x.detail[:300]}", flush=True)
+        timed = sorted((x for x in ok if x.time_ms), key=lambda x: x.time_ms)
+        for name, xs in (("tensor cores", [x for x in timed if len(x.solution.split(",")) == 9]),
+                         ("FMA", [x for x in timed if len(x.solution.split(",")) == 8])):
+            if xs:
+                print(f"    fastest {name}: " + ", ".join(f"{x.solution} {x.time_ms:.3f} ms" for x in xs[:4]),
+                      flush=True)
         return r
 
     g = torch.Generator(device="cuda").manual_seed(0)
     rnd = lambda *shape, dt=torch.float32: torch.rand(*shape, device="cuda", generator=g, dtype=torch.float32).to(dt)  # noqa: E731
 
-    for dt, tdt in (("f32", torch.float32), ("f16", torch.float16)):
+    tdts = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    cases = args.cases.split(",")
+    for dt in args.dtypes.split(","):
+        tdt = tdts[dt]
+        if "dot" not in cases:
+            continue
         r = ours(plain_dot(dt, s), f"dot {dt}")
         a, b = rnd(s, s, dt=tdt), rnd(s, s, dt=tdt)
         t_same = torch_ms(lambda: torch.matmul(a, b))
@@ -75,9 +91,14 @@ def main() -> int:
         if r.best_ms:
             row["ours_tflops"] = flop / r.best_ms / 1e9
             row["ours_vs_cublas_fp32"] = t_fp32 / r.best_ms
+            row["ours_vs_torch_same_dtype"] = t_same / r.best_ms
         results["rows"].append(row)
         print(json.dumps(row), flush=True)
 
+    for dt in args.dtypes.split(","):
+        tdt = tdts[dt]
+        if "seed" not in cases:
+            continue
         heads = s // 64
         mod = seed_module(dt, g=1, heads=heads, seq=s, hd=64, n=s)
         r = ours(mod, f"fused seed op {dt}")

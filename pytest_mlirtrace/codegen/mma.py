@@ -158,7 +158,7 @@ class _Stage:
 
     def load(self, k0: str, kcut: str) -> list[str]:
         """Read the tile starting at k = ``k0`` into the registers (zero past ``kcut``)."""
-        ctx, w, KB, rows = self.ctx, self.w, self.KB, self.rows
+        w, KB, rows = self.w, self.KB, self.rows
         L: list[str] = []
         for e in range(self.per):
             L.append("{")

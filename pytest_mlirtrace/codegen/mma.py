@@ -39,6 +39,35 @@ EMULATED = "emulated"
 EMU_FLOATS = 16 * 16 + 16 * 8     # one warp's A and B of one mma, in local memory
 
 
+def ldmatrix_functions(emulated: bool = False) -> str:
+    """``ldsm_x4`` / ``ldsm_x4_trans``: four 8x8 matrices of 16-bit values from local memory into a warp's
+    fragment registers (PTX ``ldmatrix``); work-item ``l`` gives the address ``base + off`` of row ``l % 8`` of
+    matrix ``l / 8``.  Register q of work-item (g, t) = ``lane >> 2, lane & 3`` holds row g, columns 2t and
+    2t+1 of matrix q (``.trans``: rows 2t and 2t+1 of column g).  ``emulated``: the rows' offsets go through
+    a warp's local scratch ``s`` instead."""
+    if emulated:
+        body = []
+        for name, lo, hi in (("ldsm_x4", "s[q * 8 + g] + t * 2", "s[q * 8 + g] + t * 2 + 1"),
+                             ("ldsm_x4_trans", "s[q * 8 + t * 2] + g", "s[q * 8 + t * 2 + 1] + g")):
+            body.append(
+                f"inline void {name}(uint *r, __local const ushort *base, int off, __local int *s, int lane) {{\n"
+                "  const int g = lane >> 2, t = lane & 3;\n"
+                "  s[lane] = off;\n"
+                "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                f"  for (int q = 0; q < 4; ++q) r[q] = (uint)base[{lo}] | ((uint)base[{hi}] << 16);\n"
+                "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                "}\n")
+        return "/* ldmatrix emulated: the rows' offsets meet in local memory */\n" + "".join(body)
+    body = []
+    for name, trans in (("ldsm_x4", ""), ("ldsm_x4_trans", ".trans")):
+        body.append(
+            f"inline void {name}(uint *r, __local const ushort *base, int off) {{\n"
+            f'  asm volatile("ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {{%0,%1,%2,%3}}, [%4];"\n'
+            '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((uint)(ulong)(base + off)) : "memory");\n'
+            "}\n")
+    return "".join(body)
+
+
 def mma_function(dtype: str, emulated: bool = False, decode: str = "") -> str:
     """The device function doing one m16n8k16 (D += A x B, f32 accumulators): ``mma.sync`` through inline
     PTX, or, ``emulated``, the same fragment exchange through a warp's local scratch (``decode``: the helper
@@ -205,8 +234,8 @@ class _Stage:
         L += ["  " + x for x in sub]
         return store_value(ctx.helpers, self.dtype, v)
 
-    def store(self) -> list[str]:
-        """Registers -> the local tile (As[m][k] or Bs[k][n])."""
+    def store(self, buf: str) -> list[str]:
+        """Registers -> local tile buffer ``buf`` (As[buf][m][k] or Bs[buf][k][n])."""
         w, KB, rows = self.w, self.KB, self.rows
         L: list[str] = []
         for e in range(self.per):
@@ -222,20 +251,20 @@ class _Stage:
             v = f"s{self.tag}{e}"
             contiguous_dst = self.k_fast == (self.tag == "A")     # As is k-major in a row, Bs n-major
             if w == 1:
-                L.append(f"  {self._dst('rr', 'kk')} = {v};")
+                L.append(f"  {self._dst(buf, 'rr', 'kk')} = {v};")
             elif contiguous_dst:
-                L.append(f"  *(__local ushort{w} *)&{self._dst('rr', 'kk')} = {v};")
+                L.append(f"  *(__local ushort{w} *)&{self._dst(buf, 'rr', 'kk')} = {v};")
             else:
                 for ll in range(w):
                     r, k = ("rr", f"kk + {ll}") if self.k_fast else (f"rr + {ll}", "kk")
-                    L.append(f"  {self._dst(r, k)} = {v}.s{'0123456789abcdef'[ll]};")
+                    L.append(f"  {self._dst(buf, r, k)} = {v}.s{'0123456789abcdef'[ll]};")
             if guard:
                 L.append("  }")
             L.append("}")
         return L
 
-    def _dst(self, r: str, k: str) -> str:
-        return f"As[{r}][{k}]" if self.tag == "A" else f"Bs[{k}][{r}]"
+    def _dst(self, buf: str, r: str, k: str) -> str:
+        return f"As[{buf}][{r}][{k}]" if self.tag == "A" else f"Bs[{buf}][{k}][{r}]"
 
 
 def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
@@ -248,13 +277,18 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     WG = sol.work_group_size()
     A, B = _Stage(ctx, an, sol, "A", faults), _Stage(ctx, an, sol, "B", faults)
     emulated = ctx.mma == EMULATED
+    ldsm = sol.MatrixCore == 2
     extra = ", emu + warp * %d, lane" % EMU_FLOATS if emulated else ""
+    extra_ld = ", emi + warp * 32, lane" if emulated else ""
     kcut = f"{K - 1}" if "k_tail_off_by_one" in faults else f"{K}"
     L: list[str] = []
-    L.append(f"__local ushort As[{MB}][{KB + PAD}] __attribute__((aligned(16)));")
-    L.append(f"__local ushort Bs[{KB}][{NB + PAD}] __attribute__((aligned(16)));")
+    # two buffers of each tile: the next K step is stored into one while the other is multiplied
+    L.append(f"__local ushort As[2][{MB}][{KB + PAD}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort Bs[2][{KB}][{NB + PAD}] __attribute__((aligned(16)));")
     if emulated:
         L.append(f"__local float emu[{WG // 32 * EMU_FLOATS}];")
+        if ldsm:
+            L.append(f"__local int emi[{WG}];")
     L.append("const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;")
     L.append(f"const int wm = warp / {warps_n}, wn = warp % {warps_n};")
     L.append("const int gb = get_global_id(2);")
@@ -267,15 +301,15 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
              "acc[i][j][2] = 0.f; acc[i][j][3] = 0.f; }")
     L += A.regs() + B.regs()
     L += A.load("0", kcut) + B.load("0", kcut)
+    L += A.store("0") + B.store("0")
+    L.append("barrier(CLK_LOCAL_MEM_FENCE);")
     if "infinite_loop" in faults:      # [fault hook] infinite_loop: the K loop ends on != past an odd K
-        L.append(f"for (uint k0u = 0; k0u != {(K + 1) & ~1}u; k0u += {KB}u) {{")
+        L.append(f"for (uint k0u = 0, cur = 0; k0u != {(K + 1) & ~1}u; k0u += {KB}u, cur ^= 1) {{")
         L.append("  const int k0 = (int)k0u;")
     else:
-        L.append(f"for (int k0 = 0; k0 < {K}; k0 += {KB}) {{")
-    L += ["  " + x for x in A.store() + B.store()]
-    if "missing_barrier" not in faults:
-        L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
-    L.append(f"  if (k0 + {KB} < {K}) {{")
+        L.append(f"for (int k0 = 0, cur = 0; k0 < {K}; k0 += {KB}, cur ^= 1) {{")
+    L.append(f"  const int more = k0 + {KB} < {K};")
+    L.append("  if (more) {")
     L += ["    " + x for x in A.load(f"(k0 + {KB})", kcut) + B.load(f"(k0 + {KB})", kcut)]
     L.append("  }")
     L.append(f"  #pragma unroll {sol.Unroll}")
@@ -283,16 +317,30 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     L.append(f"    uint a[{TI}][4], b[{TJ}][2];")
     L.append("    #pragma unroll")
     L.append(f"    for (int i = 0; i < {TI}; ++i) {{")
-    L.append(f"      const int r = wm * {WM} + i * 16 + g, c = kk + t * 2;")
-    L.append("      a[i][0] = *(__local const uint *)&As[r][c]; a[i][1] = *(__local const uint *)&As[r + 8][c];")
-    L.append("      a[i][2] = *(__local const uint *)&As[r][c + 8]; "
-             "a[i][3] = *(__local const uint *)&As[r + 8][c + 8];")
+    if ldsm:        # matrix q = lane / 8: rows +8 for q odd, columns +8 for q >= 2 (a0..a3)
+        L.append(f"      const int r = wm * {WM} + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, "
+                 "c = kk + (lane >> 4) * 8;")
+        L.append(f"      ldsm_x4(a[i], &As[cur][0][0], r * {KB + PAD} + c{extra_ld});")
+    else:
+        L.append(f"      const int r = wm * {WM} + i * 16 + g, c = kk + t * 2;")
+        L.append("      a[i][0] = *(__local const uint *)&As[cur][r][c]; "
+                 "a[i][1] = *(__local const uint *)&As[cur][r + 8][c];")
+        L.append("      a[i][2] = *(__local const uint *)&As[cur][r][c + 8]; "
+                 "a[i][3] = *(__local const uint *)&As[cur][r + 8][c + 8];")
     L.append("    }")
     L.append("    #pragma unroll")
-    L.append(f"    for (int j = 0; j < {TJ}; ++j) {{")
-    L.append(f"      const int n = wn * {WN} + j * 8 + g, k = kk + t * 2;")
-    L.append("      b[j][0] = (uint)Bs[k][n] | ((uint)Bs[k + 1][n] << 16);")
-    L.append("      b[j][1] = (uint)Bs[k + 8][n] | ((uint)Bs[k + 9][n] << 16);")
+    if ldsm:        # two 16x8 B tiles per ldmatrix: matrix q = lane / 8 is k +8 for q odd, tile j+1 for q >= 2
+        L.append(f"    for (int j = 0; j < {TJ}; j += 2) {{")
+        L.append("      const int k = kk + (lane & 7) + ((lane >> 3) & 1) * 8, "
+                 f"n = wn * {WN} + (j + (lane >> 4)) * 8;")
+        L.append("      uint q[4];")
+        L.append(f"      ldsm_x4_trans(q, &Bs[cur][0][0], k * {NB + PAD} + n{extra_ld});")
+        L.append("      b[j][0] = q[0]; b[j][1] = q[1]; b[j + 1][0] = q[2]; b[j + 1][1] = q[3];")
+    else:
+        L.append(f"    for (int j = 0; j < {TJ}; ++j) {{")
+        L.append(f"      const int n = wn * {WN} + j * 8 + g, k = kk + t * 2;")
+        L.append("      b[j][0] = (uint)Bs[cur][k][n] | ((uint)Bs[cur][k + 1][n] << 16);")
+        L.append("      b[j][1] = (uint)Bs[cur][k + 8][n] | ((uint)Bs[cur][k + 9][n] << 16);")
     L.append("    }")
     L.append("    #pragma unroll")
     L.append(f"    for (int i = 0; i < {TI}; ++i)")
@@ -301,14 +349,19 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     L.append("        mma_m16n8k16(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]"
              f"{extra});")
     L.append("  }")
-    L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
+    L.append("  if (more) {")
+    L += ["    " + x for x in A.store("cur ^ 1") + B.store("cur ^ 1")]
+    L.append("  }")
+    if "missing_barrier" not in faults:
+        L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
     L.append("}")
     L += _epilogue(ctx, an, sol, faults)
     attrs = f"__attribute__((reqd_work_group_size({WG}, 1, 1)))"
     gx = -(-N // NB) * WG
     gy = -(-M // MB)
     decode = ctx.helpers.need("h2f" if p.dtype == "f16" else "bf2f") if emulated else ""
-    return L, (gx, gy, p.g), (WG, 1, 1), attrs, mma_function(p.dtype, emulated, decode)
+    prelude = mma_function(p.dtype, emulated, decode) + (ldmatrix_functions(emulated) if ldsm else "")
+    return L, (gx, gy, p.g), (WG, 1, 1), attrs, prelude
 
 
 def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
@@ -367,4 +420,4 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     return L
 
 
-__all__ = ["lower_gemm_mma", "mma_function", "PTX_TYPE", "EMULATED"]
+__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "PTX_TYPE", "EMULATED"]

@@ -16,7 +16,9 @@ gemm ``MPerBlock,NPerBlock,KPerBlock,MPerThread,NPerThread,VectorWidth,LocalTile
                           it 0 prints as 8 fields, so every older config and database entry reads the same);
                           1: NVIDIA tensor cores through inline PTX ``mma.sync.m16n8k16`` (``codegen/mma.py``),
                           for f16 and bf16 operands with f32 accumulators, on devices whose ``mma`` names
-                          sm_80 or later.  With MatrixCore=1 the fields read:
+                          sm_80 or later, each work-item reading its fragments from local memory;
+                          2: the same with the fragments read by ``ldmatrix`` (NPerThread a multiple of 16).
+                          With MatrixCore=1 or 2 the fields read:
                           MPerThread x NPerThread  the tile of C one warp (32 work-items) computes, as
                                                    (MPerThread/16) x (NPerThread/8) mma tiles; the work-group
                                                    is 32 * (MPerBlock/MPerThread) * (NPerBlock/NPerThread)
@@ -211,8 +213,8 @@ class Solution:
         if self.kind == "gemm":
             if f["LocalTiles"] not in (0, 1):
                 bad("LocalTiles", "0 (global loads) or 1 (local-memory tiles)")
-            if f["MatrixCore"] not in (0, 1):
-                bad("MatrixCore", "0 (FMA) or 1 (NVIDIA mma.sync tensor cores)")
+            if f["MatrixCore"] not in (0, 1, 2):
+                bad("MatrixCore", "0 (FMA), 1 or 2 (NVIDIA mma.sync tensor cores)")
             if f["MatrixCore"]:
                 self._validate_mma(bad)
                 return
@@ -239,6 +241,8 @@ class Solution:
             bad("MPerThread", "a multiple of 16 with MatrixCore=1 (the rows of a warp's mma tiles)")
         if f["NPerThread"] % 8:
             bad("NPerThread", "a multiple of 8 with MatrixCore=1 (the columns of a warp's mma tiles)")
+        if f["MatrixCore"] == 2 and f["NPerThread"] % 16:
+            bad("NPerThread", "a multiple of 16 with MatrixCore=2 (ldmatrix reads two 16x8 B tiles at once)")
         if f["MPerBlock"] % f["MPerThread"]:
             bad("MPerBlock", f"a multiple of MPerThread ({f['MPerThread']})")
         if f["NPerBlock"] % f["NPerThread"]:
@@ -269,8 +273,8 @@ class Solution:
 
     def local_bytes(self) -> int:
         f = self.fields
-        if self.matrix_core:      # codegen/mma.py: A as [MPerBlock][KPerBlock + 8], B as [KPerBlock][NPerBlock + 8]
-            return 2 * (f["MPerBlock"] * (f["KPerBlock"] + 8) + f["KPerBlock"] * (f["NPerBlock"] + 8))
+        if self.matrix_core:      # codegen/mma.py: two of A as [MPerBlock][KPerBlock + 8], of B as [KPerBlock][NPerBlock + 8]
+            return 4 * (f["MPerBlock"] * (f["KPerBlock"] + 8) + f["KPerBlock"] * (f["NPerBlock"] + 8))
         if self.kind == "gemm":
             if not f["LocalTiles"]:
                 return 0
@@ -401,7 +405,8 @@ def _gemm_space(p: Problem):
                 if mb % wm or nb % wn or (mb // wm) * (nb // wn) > 16:
                     continue
                 for kb in (16, 32, 64):
-                    out.append(Solution("gemm", (mb, nb, kb, wm, wn, 8, 1, kb // 16, 1)))
+                    for mc in (1, 2):
+                        out.append(Solution("gemm", (mb, nb, kb, wm, wn, 8, 1, kb // 16, mc)))
     # never let the tile be far bigger than the problem
     lim_m, lim_n = _ceil_pow2(max(p.m, 1)) * 2, _ceil_pow2(max(p.n, 1)) * 2
     return [s for s in out if s.MPerBlock <= max(lim_m, s.MPerThread) and s.NPerBlock <= max(lim_n, s.NPerThread)]
@@ -456,9 +461,10 @@ _GPU_STYLE = [
 # tensor-core solutions (MatrixCore=1), first in the GPU list: only a device with NVIDIA mma.sync and a
 # problem of f16 or bf16 operands keep them (measured on an H200; BENCHMARKS.md "Tensor cores")
 _MMA_STYLE = [
-    "128,128,32,64,32,8,1,2,1", "128,128,32,32,64,8,1,2,1", "128,256,32,64,64,8,1,2,1",
-    "256,128,32,64,64,8,1,2,1", "128,128,64,64,32,8,1,4,1", "128,128,32,64,64,8,1,2,1",
-    "64,128,32,32,32,8,1,2,1", "128,64,32,32,32,8,1,2,1", "64,64,32,32,32,8,1,2,1", "32,32,32,16,16,8,1,2,1",
+    "128,128,32,64,32,8,1,2,2", "128,128,32,32,64,8,1,2,2", "128,128,32,64,64,8,1,2,2",
+    "128,256,16,64,64,8,1,1,2", "256,128,16,64,64,8,1,1,2", "128,128,16,64,32,8,1,1,2",
+    "64,128,32,32,32,8,1,2,2", "128,64,32,32,32,8,1,2,2", "64,64,32,32,32,8,1,2,2", "32,32,32,16,16,8,1,2,2",
+    "128,128,32,64,32,8,1,2,1", "128,128,32,32,64,8,1,2,1", "64,64,32,32,32,8,1,2,1",
 ]
 _QUICK_GEMM = {
     "cpu": _CPU_STYLE + ["64,64,16,4,8,4,1,16", "64,64,8,4,4,4,1,8", "32,32,8,4,4,4,1,8",
@@ -507,7 +513,7 @@ def default_solution(problem: Problem, limits=None) -> Solution:
         ("gemm", False): (["8,64,8,8,32,16,0,8", "8,32,8,8,32,16,0,8"] if half
                           else ["16,32,8,8,32,16,0,4", "8,32,8,8,32,16,0,4"])
         + ["12,16,8,12,16,16,0,4", "8,8,8,8,8,8,0,4", "4,4,4,4,4,4,0,4", "1,1,4,1,1,1,0,4"],
-        ("gemm", True): (["128,128,32,64,32,8,1,2,1"] if big else ["64,64,32,32,32,8,1,2,1"])
+        ("gemm", True): (["128,128,32,64,32,8,1,2,2"] if big else ["64,64,32,32,32,8,1,2,2"])
         + (["128,128,8,16,8,4,1,8"] if big else ["64,64,16,4,8,4,1,16"])
         + ["64,64,8,4,4,4,1,8", "32,32,8,4,4,4,1,8", "16,16,8,1,1,1,1,8"],
         ("pointwise", False): ["64,1,16", "64,1,4", "64,1,1"],

@@ -54,7 +54,8 @@ def test_solution_fields_by_name():
 @pytest.mark.parametrize("kind,text,match", [
     ("gemm", "64,64,8", r"has 3 field\(s\), expected 8 or 9: MPerBlock,NPerBlock,KPerBlock"),
     ("gemm", "64,64,8,16,64,8,1,1,0,0", r"has 10 field\(s\), expected 8 or 9"),
-    ("gemm", "64,64,8,16,64,8,1,1,2", r"field 9 \(MatrixCore\) is 2, expected 0 \(FMA\) or 1"),
+    ("gemm", "64,64,8,16,64,8,1,1,3", r"field 9 \(MatrixCore\) is 3, expected 0 \(FMA\), 1 or 2"),
+    ("gemm", "128,128,32,64,8,8,1,2,2", r"field 5 \(NPerThread\) is 8, expected a multiple of 16 with MatrixCore=2"),
     ("gemm", "128,128,32,64,32,8,0,2,1", r"field 7 \(LocalTiles\) is 0, expected 1 with MatrixCore=1"),
     ("gemm", "128,128,32,24,32,8,1,2,1", r"field 4 \(MPerThread\) is 24, expected a multiple of 16"),
     ("gemm", "128,128,32,64,12,4,1,2,1", r"field 5 \(NPerThread\) is 12, expected a multiple of 8"),
@@ -242,7 +243,7 @@ def test_matrix_core_field_is_optional_and_printed_only_when_set():
     s = Solution.parse("gemm", MMA)
     assert s.matrix_core and str(s) == MMA and Solution.parse("gemm", str(s)) == s
     assert s.work_group() == (256, 1, 1)                                # 2 x 4 warps of 64 x 32
-    assert s.local_bytes() == 2 * (128 * 40 + 32 * 136)
+    assert s.local_bytes() == 4 * (128 * 40 + 32 * 136)                # two buffers each
     assert "MPerWarp=64, NPerWarp=32" in s.describe()
 
 

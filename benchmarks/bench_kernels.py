@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from pytest_mlirtrace.codegen import (DeviceLimits, lower, output_buffers, pack_inputs, problem_of,  # noqa: E402
                                       quick_list, unpack_outputs)
+from pytest_mlirtrace.runtime.device import builtin_vector_bits, nvidia_mma  # noqa: E402
 from pytest_mlirtrace.ir import Module, compare, evaluate, random_inputs  # noqa: E402
 from _common import torch_ms  # noqa: E402
 
@@ -106,7 +107,16 @@ def main(argv=None):
     dev = next((d for d in devs if want_dev and want_dev.lower() in (d.platform.name + d.name).lower()),
                next((d for d in devs if d.type & cl.device_type.GPU), devs[0]))
     kind = "gpu" if dev.type & cl.device_type.GPU else "cpu"
-    limits = DeviceLimits(dev.max_work_group_size, dev.local_mem_size, dev.max_compute_units, kind, dev.name)
+    def attr(name):
+        try:
+            return int(getattr(dev, name))
+        except Exception:      # noqa: BLE001 - an attribute this device's driver does not answer
+            return 0
+    # the limits the runtime's device probe gives (runtime/worker.py): builtin vector width, tensor cores
+    limits = DeviceLimits(dev.max_work_group_size, dev.local_mem_size, dev.max_compute_units, kind, dev.name,
+                          builtin_vector_bits(kind, dev.platform.name.strip(), dev.version),
+                          nvidia_mma(dev.vendor, attr("compute_capability_major_nv"),
+                                     attr("compute_capability_minor_nv")))
     ctx = cl.Context([dev])
     q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     print(f"device: {dev.platform.name} / {dev.name} ({kind}, {dev.max_compute_units} CUs)")

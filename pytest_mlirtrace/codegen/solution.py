@@ -143,6 +143,8 @@ class Solution:
 
     def describe(self) -> str:
         f = self.fields
+        if self.kind == "gemm" and not f["MatrixCore"]:
+            del f["MatrixCore"]          # as str() leaves it out
         if self.matrix_core:
             f = {("MPerWarp" if k == "MPerThread" else "NPerWarp" if k == "NPerThread" else k): v
                  for k, v in f.items()}

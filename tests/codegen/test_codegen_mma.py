@@ -94,3 +94,32 @@ def test_missing_barrier_drops_the_k_loop_barrier():
 def test_narrow_accumulator_is_not_planted_where_the_hardware_accumulates():
     spec = lower(gemm(37, 45, 50, "f16"), "32,32,16,16,16,8,1,1,1", mma_limits(), inject="narrow_accumulator")
     assert spec.faults == ()
+
+
+@pytest.mark.slow
+def test_random_gemms_on_random_tensor_core_solutions_match_the_oracle():
+    """Hypothesis draws the problem (sizes from 1 on, both 16-bit types, stored transposed or not, batched,
+    an epilogue) and one of the space's tensor-core solutions for it; every draw must match the oracle."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    from pytest_mlirtrace.codegen import space
+
+    lim = mma_limits()
+
+    @st.composite
+    def cases(draw):
+        m, n, k = (draw(st.integers(1, 72)) for _ in range(3))
+        mod = gemm(m, n, k, draw(st.sampled_from(["f16", "bf16"])),
+                   batch=draw(st.sampled_from([(), (2,)])), transA=draw(st.booleans()), transB=draw(st.booleans()),
+                   epilogue=draw(st.sampled_from([(), ("add",), ("bias", "relu"), ("add", "tanh")])),
+                   pre=draw(st.sampled_from([None, None, "neg"])))
+        sols = [s for s in space(problem_of(mod), lim) if s.matrix_core and s.MPerBlock <= 32 and s.NPerBlock <= 64]
+        return mod, draw(st.sampled_from(sols))
+
+    @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(cases())
+    def check(case):
+        mod, sol = case
+        bad = ocl.check(mod, lower(mod, sol, lim), seed=7)
+        assert bad is None, f"{problem_of(mod).key()} solution {sol}: {bad}"
+
+    check()

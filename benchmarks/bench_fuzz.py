@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Fuzzer throughput and time-to-find per planted fault.
 
-    python benchmarks/bench_fuzz.py [--budget 60] [--fault-budget 90] [--seed 1] [--faults a,b] [--no-clean]
+    python benchmarks/bench_fuzz.py [--budget 60] [--fault-budget 90] [--seed 1] [--faults a,b|none] [--no-clean]
+                                    [--builds full,fast] [--cold] [--extra '--build fast']
 
 1. a clean-tree ``mlirtrace fuzz`` for ``--budget`` seconds: cases/s (a case = one module x solution x
    seed compiled and checked against the oracle), examples, the slowest compile+run;
@@ -69,21 +70,23 @@ def main(argv=None) -> int:
     ap.add_argument("--cold", action="store_true",
                     help="give every run an empty PoCL kernel cache (POCL_CACHE_DIR), as on a fresh machine")
     ap.add_argument("--extra", default="", help="extra fuzz arguments, e.g. '--max-dim 8'")
+    ap.add_argument("--builds", default="full",
+                    help="comma-separated fuzz --build values: one clean-tree run each, side by side (e.g. full,fast)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from pytest_mlirtrace.codegen import FAULTS
 
     extra = a.extra.split()
-    faults = [f for f in (a.faults.split(",") if a.faults else FAULTS)]
+    faults = [] if a.faults == "none" else [f for f in (a.faults.split(",") if a.faults else FAULTS)]
     status = 0
     global COLD_CACHE
     with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as tmp:
         if a.cold:
             COLD_CACHE = tmp
-        if not a.no_clean:
-            d = Path(tmp) / "clean"
+        for build in ([] if a.no_clean else a.builds.split(",")):
+            d = Path(tmp) / f"clean-{build}"
             d.mkdir()
-            p, data, wall, cmd = fuzz(d, None, a.budget, a.seed, extra)
+            p, data, wall, cmd = fuzz(d, None, a.budget, a.seed, extra + ["--build", build])
             print(f"clean tree: {cmd}")
             print(f"  {data.get('cases', 0)} cases in {data.get('elapsed_s', wall):.1f}s = "
                   f"{data.get('cases_per_s', 0):.2f} cases/s ({data.get('examples', 0)} examples, "
@@ -92,6 +95,8 @@ def main(argv=None) -> int:
                   f"{len(data.get('findings', []))}, exit {p.returncode}")
             if p.returncode != 0:
                 status = 1
+        if not faults:
+            return status
         print(f"\n{'fault':<24} {'found':>7} {'written':>8} {'cases/s':>8}  {'repro on/off':<12} shrunk ops")
         for fault in faults:
             d = Path(tmp) / fault

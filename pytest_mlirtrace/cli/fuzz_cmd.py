@@ -84,6 +84,11 @@ def add_parser(sub, name):
                         "the main input scaled by literals up to 1000, so softmax, exp and reductions see large "
                         "magnitudes), extreme (also the dtype's limits and subnormals; overflows to inf and NaN "
                         "are checked against the oracle)")
+    p.add_argument("--build", choices=("full", "fast"), default="full",
+                   help="how kernels are built: full (default: the code generator's build options, as tune and "
+                        "run build them) or fast (the same kernels with the compiler's optimisations off, "
+                        "-cl-opt-disable: about 2.5x the cases a second on PoCL; a bug that only the "
+                        "optimiser brings out is not seen, and a reproducer builds as its case was built)")
     p.add_argument("--no-long-reductions", action="store_true",
                    help="don't draw long reductions (K of a dot, reduce and softmax axes up to --max-elements "
                         "with the other dims small)")
@@ -148,7 +153,7 @@ def _run(args) -> int:
                     timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                     shrink_budget_s=args.shrink_budget, seeds_per_case=args.seeds,
                     max_findings=args.max_findings, verify=not args.no_verify, odd_solutions=not args.no_odd_configs,
-                    write_grace_s=args.write_grace)
+                    write_grace_s=args.write_grace, build=args.build)
     try:
         return run_and_report(o, quiet=args.quiet, report_path=args.report, as_json=args.json)
     except codegen.FaultError as e:

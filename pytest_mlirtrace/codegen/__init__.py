@@ -34,11 +34,13 @@ Public API::
     pack_inputs(spec, {param: logical array}) -> [storage arrays]; output_buffers(spec);
     unpack_outputs(spec, [output arrays]) -> [logical arrays in module.returns() order]
     FAULTS: planted-bug name -> when it fires (``inject="a,b"``; unknown names raise FaultError)
+    BUILD_OPTIONS / FAST_BUILD_OPTIONS: the OpenCL build options of every kernel / with optimisations off
 
 Solution fields are documented in :mod:`.solution`.
 """
 from .errors import FaultError, LoweringError, NotApplicable, NotSupported, SolutionError
 from .faults import FAULTS, parse_inject
+from .kernel import BUILD_OPTIONS, FAST_BUILD_OPTIONS
 from .lower import lower
 from .problem import KINDS, Analysis, Problem, analyse, problem_of
 from .solution import (DEFAULT_LIMITS, FIELDS, DeviceLimits, Solution, check_applicable, default_solution,
@@ -50,4 +52,5 @@ __all__ = [
     "DEFAULT_LIMITS", "check_applicable", "is_applicable", "space", "quick_list", "default_solution",
     "KernelSpec", "ArgBinding", "pack_inputs", "pack_input", "unpack_outputs", "output_buffers", "FAULTS",
     "parse_inject", "LoweringError", "NotSupported", "SolutionError", "NotApplicable", "FaultError",
+    "BUILD_OPTIONS", "FAST_BUILD_OPTIONS",
 ]

@@ -15,6 +15,10 @@ from .problem import Analysis
 from .spec import ArgBinding
 
 BUILD_OPTIONS = "-cl-std=CL1.2 -cl-mad-enable"
+# the same with the compiler's optimisations off: the fuzz's ``--build fast`` (PoCL builds and first-launch
+# compiles are most of a fuzz case's time; the kernel's text, and so what the code generator got right or
+# wrong, is the same)
+FAST_BUILD_OPTIONS = BUILD_OPTIONS + " -cl-opt-disable"
 
 
 def c_name(s: str) -> str:
@@ -230,4 +234,5 @@ def _emit_one(ctx: Ctx, root: int, offset, out_dtype, ptr: str, acc_value, w: in
     return lines
 
 
-__all__ = ["Ctx", "render", "assemble", "emit_output", "c_name", "BUILD_OPTIONS", "compute", "vt"]
+__all__ = ["Ctx", "render", "assemble", "emit_output", "c_name", "BUILD_OPTIONS", "FAST_BUILD_OPTIONS", "compute",
+           "vt"]

@@ -151,7 +151,7 @@ class Pipeline:
                  database: TuningDatabase | None = None, timeout_s: float = 30.0, build_timeout_s: float = 300.0,
                  warmup: int = 1,
                  repeats: int = 5, inject: str | None = None, seed: int = 0, max_bytes: int | None = None,
-                 cut_factor: float | None = CUT_FACTOR):
+                 cut_factor: float | None = CUT_FACTOR, build_options: str | None = None):
         self.device = device if hasattr(device, "key_name") else runtime.resolve_device(device)
         self.listeners: list[Listener] = list(listeners or [])
         self._pool = pool
@@ -163,6 +163,8 @@ class Pipeline:
         # a tune stops timing a solution once two launches took longer than this many times the best so far
         # (its outputs are still checked); None: every solution is timed warmup + repeats times
         self.cut_factor = cut_factor
+        # the OpenCL build options of every kernel instead of the code generator's (None: its own)
+        self.build_options = build_options
         self.inject = (inject if inject is not None else inject_now()) or None
         self.seed = seed
         self.max_bytes = max_bytes      # host memory one checked run may take (None: no limit)
@@ -266,6 +268,8 @@ class Pipeline:
             spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
         except (codegen.LoweringError, codegen.NotApplicable) as e:
             return CompiledResult(self._span(low, solution), solution, None, "lowering_error", str(e))
+        if build_options is None:
+            build_options = self.build_options
         if build_options is not None:
             spec = dataclasses.replace(spec, build_options=build_options)
         span = self._span(low, solution, spec.source, spec.kernel_name)

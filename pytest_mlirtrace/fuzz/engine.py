@@ -66,17 +66,19 @@ from ..vocab import ExitCode
 from ..strategies import SUPPORTED_KINDS, fused_cases
 from .coverage import Coverage
 from ..store import Store
-from .options import FuzzOptions
+from .options import BUILDS, FuzzOptions
 from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, Finding, FuzzReport, FuzzStats,
                       ShrinkBudgetExhausted, _flatten, _way, _way_class)
 
 
 class _Lane:
-    def __init__(self, device, timeout_s: float, inject, db_path: Path, compile_timeout_s: float):
+    def __init__(self, device, timeout_s: float, inject, db_path: Path, compile_timeout_s: float,
+                 build_options: str | None = None):
         self.pool = runtime.WorkerPool(device, workers=1, timeout_s=timeout_s)
         # builds and the driver's first-launch compile get their own limit: a slow cold compile is no hang
         self.pipeline = engine.Pipeline(device, pool=self.pool, database=engine.TuningDatabase(db_path),
-                                        timeout_s=timeout_s, build_timeout_s=compile_timeout_s, inject=inject)
+                                        timeout_s=timeout_s, build_timeout_s=compile_timeout_s, inject=inject,
+                                        build_options=build_options)
 
     def close(self):
         self.pool.close()
@@ -189,7 +191,7 @@ class Fuzzer:
         self._tmp = tempfile.mkdtemp(prefix="mlirtrace-fuzz-")
         for i in range(self.jobs):
             lane = _Lane(self.device, self.o.timeout_s, self.inject, Path(self._tmp) / "tuning.json",
-                         self.o.compile_timeout_s)
+                         self.o.compile_timeout_s, BUILDS[self.o.build])
             self._all_lanes.append(lane)
             self._lanes.put(lane)
         self._exec = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="fuzz-lane")

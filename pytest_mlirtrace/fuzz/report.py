@@ -154,6 +154,7 @@ def run_and_report(options: FuzzOptions, *, quiet: bool = False, report_path: st
         o = options
         print(f"fuzz: device {fz.device.key_name} ({fz.device.spec}), kinds {', '.join(o.kinds)}, max dim "
               f"{o.max_dim}, {fz.jobs} lane(s), seed {o.seed if o.seed is not None else 'random'}"
+              + (", build fast (optimisations off)" if o.build == "fast" else "")
               + (f", injected fault(s): {fz.inject}" if fz.inject else ""), file=sys.stderr)
     try:
         report = fz.run()

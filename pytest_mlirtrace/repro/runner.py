@@ -86,8 +86,11 @@ def _run_package(data: dict, args) -> dict:
         # the first worker resolves the device spec
         pool = runtime.WorkerPool(args.device or data.get("device_key") or None,
                                   workers=None if args.all_solutions else 1, timeout_s=timeout)
+        # the kernel is built as it was when it failed (a fuzz run with --build fast: optimisations off)
+        recorded = (data.get("standalone") or {}).get("build_options") or None
         session = TraceSession(pool.device, config=TraceConfig.from_env(), timeout_s=timeout, pool=pool,
-                               database=TuningDatabase(os.path.join(scratch, "tuning.json")))
+                               database=TuningDatabase(os.path.join(scratch, "tuning.json")),
+                               build_options=recorded)
     except Exception as e:   # noqa: BLE001 - no device, no OpenCL
         return {"status": "cannot_run", "error": f"{type(e).__name__}: {e}"}
     dev = session.device

@@ -146,3 +146,25 @@ def test_help_names_every_planted_fault_and_every_kind(capsys):
         assert f"\n  {name} " in out, name
     assert "not lowered" not in out
     assert ", ".join(ALL_KINDS) in " ".join(out.split())
+
+
+def test_build_fast_builds_the_same_kernels_with_optimisations_off_and_still_finds_a_planted_bug(tmp_path):
+    """--build fast: the header says so; a planted wrong-number fault is still found, and its reproducer
+    builds the kernel as the case was built (-cl-opt-disable) and fails alone."""
+    env = dict(os.environ, MLIRTRACE_INJECT="k_tail_off_by_one")
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", "25", "--seed", "1",
+                        "--kinds", "gemm", "--build", "fast", "--repro-dir", str(tmp_path / "r"), "--database",
+                        "none", "--max-findings", "1", "--json"], env=env, capture_output=True, text=True,
+                       timeout=400)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "build fast (optimisations off)" in p.stderr
+    import json
+    from pytest_mlirtrace.codegen import FAST_BUILD_OPTIONS
+    from pytest_mlirtrace.repro.writer import read_payload
+    assert json.loads(p.stdout)["findings"]
+    scripts = list((tmp_path / "r").glob("*.py"))
+    assert len(scripts) == 1
+    assert read_payload(scripts[0])["standalone"]["build_options"] == FAST_BUILD_OPTIONS
+    # run alone with the fault planted again, through the package: it fails as recorded (exit 1)
+    r = subprocess.run([sys.executable, str(scripts[0])], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]

@@ -26,7 +26,8 @@ Public API::
     problem_of(module) -> Problem                  .key(): "-t f16 -out_datatype f16 -transA false ..."
     analyse(module) -> Analysis                    the problem plus the folded element DAGs
     Solution.parse(kind, text) -> Solution         SolutionError names the bad field; str() round-trips
-    Solution.of(kind, *values, **fields); FIELDS[kind]: the field names in print order
+    Solution.of(kind, *values, **fields); FIELDS[kind]: the field names in print order; OPTIONAL_TAIL[kind]:
+    how many of the last fields a text may leave out (as 0; gemm's MatrixCore)
     DeviceLimits(max_work_group_size, local_mem_size, compute_units, kind, name)  (PoCL defaults)
     check_applicable(problem, solution, limits)    raises NotApplicable(reason)
     space(problem, limits) / quick_list(problem, limits) / default_solution(problem, limits)
@@ -43,8 +44,8 @@ from .faults import FAULTS, parse_inject
 from .kernel import BUILD_OPTIONS, FAST_BUILD_OPTIONS
 from .lower import lower
 from .problem import KINDS, Analysis, Problem, analyse, problem_of
-from .solution import (DEFAULT_LIMITS, FIELDS, DeviceLimits, Solution, check_applicable, default_solution,
-                       is_applicable, quick_list, space)
+from .solution import (DEFAULT_LIMITS, FIELDS, OPTIONAL_TAIL, DeviceLimits, Solution, check_applicable,
+                       default_solution, is_applicable, quick_list, space)
 from .spec import ArgBinding, KernelSpec, output_buffers, pack_input, pack_inputs, unpack_outputs
 
 __all__ = [
@@ -52,5 +53,5 @@ __all__ = [
     "DEFAULT_LIMITS", "check_applicable", "is_applicable", "space", "quick_list", "default_solution",
     "KernelSpec", "ArgBinding", "pack_inputs", "pack_input", "unpack_outputs", "output_buffers", "FAULTS",
     "parse_inject", "LoweringError", "NotSupported", "SolutionError", "NotApplicable", "FaultError",
-    "BUILD_OPTIONS", "FAST_BUILD_OPTIONS",
+    "BUILD_OPTIONS", "FAST_BUILD_OPTIONS", "OPTIONAL_TAIL",
 ]

@@ -197,6 +197,10 @@ def odd_perf_config(kind: str, base, changes, form: int, extra: int) -> str:
     field's whole range, which may break the space's invariants), ``extra`` fields more (1) or fewer (-1), in
     the printed form ``ODD_FORMS[form]``. The code generator must refuse it with a reason or run it right."""
     vals = list(base)
+    optional = codegen.OPTIONAL_TAIL.get(kind, 0)
+    while optional and vals and vals[-1] == 0:     # as the solution prints: an 8-field gemm when MatrixCore is 0
+        vals.pop()
+        optional -= 1
     for i, v in changes:
         vals[i % len(vals)] = ODD_FIELD_VALUES[v % len(ODD_FIELD_VALUES)]
     if kind == "gemm":

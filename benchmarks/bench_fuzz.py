@@ -33,8 +33,8 @@ COLD_CACHE = None
 
 def _env(inject):
     env = dict(os.environ)
-    if COLD_CACHE:
-        env["POCL_CACHE_DIR"] = tempfile.mkdtemp(prefix="pocl-", dir=COLD_CACHE)
+    if COLD_CACHE:       # mlirtrace keeps PoCL's kernel cache under its own cache directory (runtime/kcache.py)
+        env["MLIRTRACE_CACHE_DIR"] = env["POCL_CACHE_DIR"] = tempfile.mkdtemp(prefix="cache-", dir=COLD_CACHE)
     env.pop("MLIRTRACE_INJECT", None)
     if inject:
         env["MLIRTRACE_INJECT"] = inject
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--faults", default=None, help="comma-separated subset of codegen.FAULTS")
     ap.add_argument("--no-clean", action="store_true", help="skip the clean-tree throughput run")
     ap.add_argument("--cold", action="store_true",
-                    help="give every run an empty PoCL kernel cache (POCL_CACHE_DIR), as on a fresh machine")
+                    help="give every run an empty kernel cache (MLIRTRACE_CACHE_DIR), as on a fresh machine")
     ap.add_argument("--extra", default="", help="extra fuzz arguments, e.g. '--max-dim 8'")
     ap.add_argument("--builds", default="full",
                     help="comma-separated fuzz --build values: one clean-tree run each, side by side (e.g. full,fast)")
@@ -83,8 +83,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as tmp:
         if a.cold:
             COLD_CACHE = tmp
-        for build in ([] if a.no_clean else a.builds.split(",")):
-            d = Path(tmp) / f"clean-{build}"
+        for i, build in enumerate([] if a.no_clean else a.builds.split(",")):
+            d = Path(tmp) / f"clean-{i}-{build}"
             d.mkdir()
             p, data, wall, cmd = fuzz(d, None, a.budget, a.seed, extra + ["--build", build])
             print(f"clean tree: {cmd}")

@@ -185,18 +185,24 @@ class _Stage:
         t = "ushort" if self.w == 1 else f"ushort{self.w}"
         return [f"{t} s{self.tag}{e};" for e in range(self.per)]
 
+    def _chunk(self, e: int) -> tuple[bool, str, str]:
+        """Work-item chunk ``e``: (is it the last, partial round; C declaring its index ``c``; C declaring its
+        tile coordinates ``kk`` and ``rr``, its first element's)."""
+        w, KB, rows = self.w, self.KB, self.rows
+        guard = bool(self.chunks % self.WG) and e == self.per - 1
+        if self.k_fast:
+            coords = f"  const int kk = (c % {KB // w}) * {w}, rr = c / {KB // w};"
+        else:
+            coords = f"  const int rr = (c % {rows // w}) * {w}, kk = c / {rows // w};"
+        return guard, f"  const int c = tid + {e * self.WG};", coords
+
     def load(self, k0: str, kcut: str) -> list[str]:
         """Read the tile starting at k = ``k0`` into the registers (zero past ``kcut``)."""
-        w, KB, rows = self.w, self.KB, self.rows
+        w = self.w
         L: list[str] = []
         for e in range(self.per):
-            L.append("{")
-            L.append(f"  const int c = tid + {e * self.WG};")
-            guard = self.chunks % self.WG and e == self.per - 1
-            if self.k_fast:
-                L.append(f"  const int kk = (c % {KB // w}) * {w}, rr = c / {KB // w};")
-            else:
-                L.append(f"  const int rr = (c % {rows // w}) * {w}, kk = c / {rows // w};")
+            guard, index, coords = self._chunk(e)
+            L += ["{", index, coords]
             if self.k_fast or w == 1:
                 L.append(f"  const int row = MINI({self.base} + rr, {self.ext - 1});")
             else:       # w rows from an aligned start: clamp the start (the extent is a multiple of w)
@@ -236,18 +242,11 @@ class _Stage:
 
     def store(self, buf: str) -> list[str]:
         """Registers -> local tile buffer ``buf`` (As[buf][m][k] or Bs[buf][k][n])."""
-        w, KB, rows = self.w, self.KB, self.rows
+        w = self.w
         L: list[str] = []
         for e in range(self.per):
-            L.append("{")
-            L.append(f"  const int c = tid + {e * self.WG};")
-            guard = self.chunks % self.WG and e == self.per - 1
-            if guard:
-                L.append(f"  if (c < {self.chunks}) {{")
-            if self.k_fast:
-                L.append(f"  const int kk = (c % {KB // w}) * {w}, rr = c / {KB // w};")
-            else:
-                L.append(f"  const int rr = (c % {rows // w}) * {w}, kk = c / {rows // w};")
+            guard, index, coords = self._chunk(e)
+            L += ["{", index] + ([f"  if (c < {self.chunks}) {{"] if guard else []) + [coords]
             v = f"s{self.tag}{e}"
             contiguous_dst = self.k_fast == (self.tag == "A")     # As is k-major in a row, Bs n-major
             if w == 1:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from . import expr as E
 from .cgen import store_value
 from .errors import NotApplicable
+from .gemm import _Operand, _scalar_operand
 from .kernel import Ctx, emit_output, render
 from .problem import Analysis
 
@@ -177,7 +178,7 @@ class _Stage:
         self.chunks = self.rows * self.KB // w            # w-wide chunks in the tile
         self.per = -(-self.chunks // self.WG)              # chunks per work-item
         self.faults = faults
-        from .gemm import _Operand      # the FMA kernels' operand plan (views, the planted stride fault)
+        # the FMA kernels' operand plan (views, the planted stride fault)
         self.op = _Operand(ctx, self.root, self.rvar, p.k, self.KB, tag.lower(), faults,
                            p.transA if tag == "A" else p.transB, p.k if tag == "A" else p.n)
 
@@ -233,7 +234,6 @@ class _Stage:
             if self.w == 1:
                 return f"{ptr}[{c_off}]"
             return f"*(__global const ushort{self.w} *)({ptr} + ({c_off}))"
-        from .gemm import _scalar_operand
         sub: list[str] = []
         v = _scalar_operand(ctx, op, lambda li: render(op.plan[li][0], {self.rvar: mvar, "k": kvar}, names),
                             "float", f"s{self.tag}_", sub)

@@ -176,6 +176,8 @@ class Fuzzer:
         if unsupported or not options.kinds:
             raise ValueError(f"cannot fuzz kind(s) {', '.join(unsupported) or '(none)'}: the code generator lowers "
                              f"{', '.join(SUPPORTED_KINDS)}")
+        if options.build not in BUILDS:
+            raise ValueError(f"build {options.build!r}: expected one of {', '.join(BUILDS)}")
         self.device = runtime.resolve_device(options.device)
         self.jobs = options.jobs or max(1, min(2, os.cpu_count() or 1))
         self.max_solutions = options.max_solutions or 2 * self.jobs

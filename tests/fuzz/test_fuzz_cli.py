@@ -33,7 +33,7 @@ def test_fuzz_is_registered_with_its_options():
 
 
 @pytest.mark.parametrize("argv", [[], ["--budget", "0"], ["--budget", "x"], ["--budget", "5", "--kinds", "convolution"],
-                                  ["--budget", "5", "--max-dim", "0"]])
+                                  ["--budget", "5", "--max-dim", "0"], ["--budget", "5", "--build", "turbo"]])
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
         main(["fuzz", *argv])
@@ -168,3 +168,9 @@ def test_build_fast_builds_the_same_kernels_with_optimisations_off_and_still_fin
     # run alone with the fault planted again, through the package: it fails as recorded (exit 1)
     r = subprocess.run([sys.executable, str(scripts[0])], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_an_unknown_build_is_refused_before_any_case():
+    from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
+    with pytest.raises(ValueError, match="build 'turbo': expected one of full, fast"):
+        Fuzzer(FuzzOptions(build="turbo", database=None))

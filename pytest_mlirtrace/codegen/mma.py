@@ -1,7 +1,7 @@
-"""GEMM fusions on NVIDIA tensor cores (a gemm solution with MatrixCore=1): the one place with inline PTX.
+"""GEMM fusions on NVIDIA tensor cores (a gemm solution with MatrixCore 1 or 2): the one place with inline PTX.
 
 OpenCL C has no tensor-core builtins, but NVIDIA's OpenCL compiler takes inline PTX (``asm volatile``), and
-``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`` is PTX (sm_80 and later).  ``solution.check_applicable``
+``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`` and ``ldmatrix`` are PTX (sm_80 and later).  ``solution.check_applicable``
 offers these solutions only where the device's ``mma`` names such an architecture, so no other device
 ever sees this text.
 
@@ -10,12 +10,16 @@ of it, f32 accumulators in registers):
 
 * staging: every K step of ``KPerBlock``, the work-items bring A's ``MPerBlock x KPerBlock`` tile and B's
   ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``
-  (rows padded by 8 elements).  Each element is the operand's DAG (views, pointwise ops before the dot)
+  (rows padded by 8 elements), two buffers of each, so that one barrier a step is enough.  Each element is the operand's DAG (views, pointwise ops before the dot)
   computed as in the FMA kernels and rounded to the operand type; a plain load of that type is copied
   bit for bit, ``VectorWidth`` elements at a time where it is contiguous and aligned.  The next tile is
-  read from global memory into registers while the current one is multiplied.
-* mma: per 16-deep step, a warp loads its A fragments as 32-bit words from ``As`` and its B fragments from
-  two 16-bit values of ``Bs``, and issues one ``mma.sync`` per 16x8 tile of C.
+  read from global memory into registers while the current one is multiplied, then stored into the other
+  buffer.
+* mma: per 16-deep step, a warp reads its fragments -- MatrixCore=1: A as 32-bit words of ``As``, B from
+  two 16-bit values of ``Bs``; MatrixCore=2: ``ldmatrix`` (``.trans`` for B) -- and issues one ``mma.sync``
+  per 16x8 tile of C.
+* emulated (``DeviceLimits.mma == "emulated"``, for tests on any device): the two PTX functions are replaced
+  by the same exchanges through local memory; everything else is the text the GPU runs.
 * edges: rows and columns past M and N are clamped for loads and dropped at the store; the K tail is a
   zero-filled partial tile.
 * epilogue: the fused pointwise ops after the dot, on two adjacent columns at a time inside the output,

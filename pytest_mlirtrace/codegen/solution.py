@@ -70,7 +70,7 @@ MAX_ACCUMULATORS = 256          # MPerThread * NPerThread
 MAX_FIELD = 1 << 16
 # fields a text may leave out (taking 0) and a solution leaves out when printed while they are 0
 OPTIONAL_TAIL = {"gemm": 1}
-MMA_DTYPES = ("f16", "bf16")    # operand types the tensor-core (MatrixCore=1) solutions take
+MMA_DTYPES = ("f16", "bf16")    # operand types the tensor-core (MatrixCore 1, 2) solutions take
 MMA_MAX_ACCUMULATORS = 128      # f32 accumulators one work-item holds: MPerThread * NPerThread / 32
 
 
@@ -138,7 +138,7 @@ class Solution:
 
     @property
     def matrix_core(self) -> bool:
-        """A gemm solution on tensor cores (MatrixCore=1)."""
+        """A gemm solution on tensor cores (MatrixCore 1 or 2)."""
         return self.kind == "gemm" and bool(self.values[8])
 
     def describe(self) -> str:

@@ -167,10 +167,13 @@ class _Stage:
         node = ctx.dag.nodes[self.root]
         self.dtype = node.dtype
         if self.dtype.name != p.dtype:
-            raise NotApplicable(f"MatrixCore=1: operand {tag} is {self.dtype.name}, the problem's type is {p.dtype}")
-        off = node.offset if node.kind == "load" else None
-        if off is not None and "wrong_transpose_stride" in faults:
-            off = None    # [fault hook] wrong_transpose_stride goes through the general path (gemm._Operand)
+            raise NotApplicable(f"MatrixCore={sol.MatrixCore}: operand {tag} is {self.dtype.name}, the problem's "
+                                f"type is {p.dtype}")
+        # the FMA kernels' operand plan: the leaves' offsets, with the planted faults that change them
+        self.op = _Operand(ctx, self.root, self.rvar, p.k, self.KB, tag.lower(), faults,
+                           p.transA if tag == "A" else p.transB, p.k if tag == "A" else p.n)
+        # a plain load of the operand's type is copied bit for bit
+        off = self.op.plan[self.root][0] if node.kind == "load" else None
         self.plain = off is not None
         w = sol.VectorWidth
         along = self.KB if self.k_fast else self.rows
@@ -181,10 +184,6 @@ class _Stage:
         self.w = w
         self.chunks = self.rows * self.KB // w            # w-wide chunks in the tile
         self.per = -(-self.chunks // self.WG)              # chunks per work-item
-        self.faults = faults
-        # the FMA kernels' operand plan (views, the planted stride fault)
-        self.op = _Operand(ctx, self.root, self.rvar, p.k, self.KB, tag.lower(), faults,
-                           p.transA if tag == "A" else p.transB, p.k if tag == "A" else p.n)
 
     def regs(self) -> list[str]:
         t = "ushort" if self.w == 1 else f"ushort{self.w}"
@@ -232,9 +231,8 @@ class _Stage:
         mvar, kvar = E.var(self.rname, self.ext), E.var("kx", self.K)
         names = {self.rname: "row", "kx": "k", "gb": "gb"}
         if self.plain:
-            node = ctx.dag.nodes[self.root]
-            ptr = ctx.pnames[node.param]
-            c_off = render(node.offset, {self.rvar: mvar, "k": kvar}, names)
+            ptr = ctx.pnames[ctx.dag.nodes[self.root].param]
+            c_off = render(op.plan[self.root][0], {self.rvar: mvar, "k": kvar}, names)
             if self.w == 1:
                 return f"{ptr}[{c_off}]"
             return f"*(__global const ushort{self.w} *)({ptr} + ({c_off}))"

@@ -81,6 +81,19 @@ def test_planted_faults_in_tensor_core_kernels_are_caught(fault, make):
     assert ocl.check(m, spec, seed=3) is not None
 
 
+def test_a_grouped_1x1_conv_copies_its_input_as_is_and_the_planted_group_fault_reaches_it():
+    """A 1x1 conv without padding reads its input (B) as a plain load: staged bit for bit, 8 halves at a time,
+    through the same operand plan as the FMA kernels, so conv_group_stride (every group reads group 0) fires."""
+    from ..ir.test_ir_conv import conv_module
+    m, _ = conv_module([1, 32, 6, 6], [32, 16, 1, 1], "f16", group=2, padding=[0, 0, 0, 0])
+    spec = lower(m, "32,32,16,16,16,8,1,1,2", mma_limits())
+    assert "*(__global const ushort8 *)" in spec.source
+    assert ocl.check(m, spec, seed=3) is None
+    bad = lower(m, "32,32,16,16,16,8,1,1,2", mma_limits(), inject="conv_group_stride")
+    assert bad.faults == ("conv_group_stride",)
+    assert ocl.check(m, bad, seed=3) is not None
+
+
 def test_missing_barrier_drops_the_k_loop_barrier():
     """The race it plants can't show on PoCL: the emulated instruction synchronises the work-group, and PoCL
     puts a barrier at the head of a loop holding barriers.  So this checks the text only."""

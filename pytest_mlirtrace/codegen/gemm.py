@@ -368,18 +368,21 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults, acc_t: str, local: bool) -> l
         L.append(f"    const int cs = {colexpr}, col = MINI(cs, {N - VW}) + l, colc = col;")
         L.append("    if (col < cs) continue;")
 
-    def acc_value2(w, l):
-        return "ts[q]"
-
-    def lane_subst2(ll):
-        return {"m": mvar, "n": nvar}, {"mm": "row", "nn": "colc", **gbv}
-
-    def out_subst2(ll):
-        return {"m": mvar, "n": nvar}, {"mm": "row", "nn": "col", **gbv}
-    L += ["    " + x for x in emit_output(ctx, acc_value2, 1, {}, lane_subst2, out_subst2, store, "s")]
+    L += ["    " + x for x in edge_element(ctx, M, N, "ts[q]")]
     L.append("  }")
     L.append("}")
     return L
+
+
+def edge_element(ctx: Ctx, M: int, N: int, acc: str) -> list[str]:
+    """The epilogue of the one output element at (``row``, ``col``), the accumulator ``acc``, its other
+    inputs read at (``row``, ``colc``): the body of an edge loop, whose guards are the caller's."""
+    gbv = {"gb": "gb"}
+    mvar, nvar = E.var("mm", M), E.var("nn", N)
+
+    def at(col: str):
+        return lambda ll: ({"m": mvar, "n": nvar}, {"mm": "row", "nn": col, **gbv})
+    return emit_output(ctx, lambda w, l: acc, 1, {}, at("colc"), at("col"), lambda ll, t, v: f"{t} = {v};", "s")
 
 
 # ====================================================================== local

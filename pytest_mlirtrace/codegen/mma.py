@@ -30,7 +30,7 @@ from __future__ import annotations
 from . import expr as E
 from .cgen import store_value
 from .errors import NotApplicable
-from .gemm import _Operand, _scalar_operand
+from .gemm import _Operand, _scalar_operand, edge_element
 from .kernel import Ctx, emit_output, render
 from .problem import Analysis
 
@@ -406,16 +406,7 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     if not oob:
         L.append(f"    if (col >= {N}) continue;")
     L.append(f"    const int colc = MINI(col, {N - 1});")
-
-    def acc1(w, l):
-        return "acc[i][j][e]"
-
-    def lane1(ll):
-        return {"m": mvar, "n": nvar}, {"mm": "row", "nn": "colc", **gbv}
-
-    def out1(ll):
-        return {"m": mvar, "n": nvar}, {"mm": "row", "nn": "col", **gbv}
-    L += ["    " + x for x in emit_output(ctx, acc1, 1, {}, lane1, out1, store, "s")]
+    L += ["    " + x for x in edge_element(ctx, M, N, "acc[i][j][e]")]
     L.append("  }")
     L.append("}")
     return L

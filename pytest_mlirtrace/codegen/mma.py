@@ -33,9 +33,8 @@ from .errors import NotApplicable
 from .gemm import _Operand, _scalar_operand, edge_element
 from .kernel import Ctx, emit_output, render
 from .problem import Analysis
+from .solution import MMA_DTYPES
 
-#: the PTX type of each operand dtype mma.sync takes
-PTX_TYPE = {"f16": "f16", "bf16": "bf16"}
 PAD = 8           # 16-bit elements added to each local-memory row (keeps rows 16-byte aligned, spreads banks)
 
 
@@ -77,7 +76,9 @@ def mma_function(dtype: str, emulated: bool = False, decode: str = "") -> str:
     """The device function doing one m16n8k16 (D += A x B, f32 accumulators): ``mma.sync`` through inline
     PTX, or, ``emulated``, the same fragment exchange through a warp's local scratch (``decode``: the helper
     turning a 16-bit value into a float), so that the rest of the kernel can be checked on any device."""
-    t = PTX_TYPE[dtype]
+    if dtype not in MMA_DTYPES:       # the operand types applicability allows; PTX spells them the same
+        raise NotApplicable(f"mma.sync takes {' or '.join(MMA_DTYPES)} operands, not {dtype}")
+    t = dtype
     if emulated:
         return (
             "/* m16n8k16 emulated (no tensor cores): the warp's fragments meet in local memory */\n"
@@ -412,4 +413,4 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     return L
 
 
-__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "PTX_TYPE", "EMULATED"]
+__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "EMULATED"]

@@ -31,6 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 COLD_CACHE = None
 
 
+# the planted faults are in the gemm kernels, which convolutions lower to (implicit gemm): a finding counts when
+# its shrunk module has one of these
+GEMM_OPS = {"dot", "quant_dot", "convolution", "quant_convolution"}
+
+
 def _env(inject):
     env = dict(os.environ)
     if COLD_CACHE:       # mlirtrace keeps PoCL's kernel cache under its own cache directory (runtime/kcache.py)
@@ -103,7 +108,7 @@ def main(argv=None) -> int:
             d.mkdir()
             fx = list(extra) + (["--timeout", "6"] if fault == "infinite_loop" and "--timeout" not in extra else [])
             p, data, wall, cmd = fuzz(d, fault, a.fault_budget, a.seed, fx)
-            gemm = [f for f in data.get("findings", []) if {"dot", "quant_dot"} & set(f.get("ops", []))]
+            gemm = [f for f in data.get("findings", []) if GEMM_OPS & set(f.get("ops", []))]
             if not gemm:
                 print(f"{fault:<24} {'-':>7} {'-':>8} {data.get('cases_per_s', 0):>8.2f}  {'not found':<12} "
                       f"(within {a.fault_budget:g}s)")

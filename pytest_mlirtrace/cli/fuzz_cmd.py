@@ -106,6 +106,9 @@ def add_parser(sub, name):
                         "it counts as hung (default 60; timed apart from --timeout)")
     p.add_argument("--shrink-budget", type=_positive_float, default=None, metavar="SECONDS",
                    help="most time to spend shrinking one failure (default: max(15, 35%% of the budget))")
+    p.add_argument("--solutions", type=_positive_int, default=None, metavar="N",
+                   help="most solutions (perf configs) checked on each drawn module (default: 2 x lanes); "
+                        "each lane builds its share as one program")
     p.add_argument("--seeds", type=_positive_int, default=2, metavar="N",
                    help="random inputs each compiled kernel is checked on (default 2)")
     p.add_argument("--max-findings", type=_positive_int, default=None, metavar="N",
@@ -153,7 +156,7 @@ def _run(args) -> int:
                     timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                     shrink_budget_s=args.shrink_budget, seeds_per_case=args.seeds,
                     max_findings=args.max_findings, verify=not args.no_verify, odd_solutions=not args.no_odd_configs,
-                    write_grace_s=args.write_grace, build=args.build)
+                    write_grace_s=args.write_grace, build=args.build, max_solutions=args.solutions or 0)
     try:
         return run_and_report(o, quiet=args.quiet, report_path=args.report, as_json=args.json)
     except codegen.FaultError as e:

@@ -139,6 +139,8 @@ def parse_solution(problem, text: str, inject=None):
 
 
 CUT_FACTOR = 1.5
+# lowered kernels a Pipeline remembers (Pipeline._spec)
+SPEC_MEMO = 64
 # one launch past this many times the best so far stops the timing at once: no noise of a shared machine
 # (at worst a compute thread descheduled: 2x) makes a best solution look so slow
 CUT_ONCE_FACTOR = 4.0
@@ -174,6 +176,7 @@ class Pipeline:
         # a tune times the first solutions while the rest build: None: on GPUs (on a CPU device the builds
         # would slow the kernels being timed)
         self.overlap_builds: bool | None = None
+        self._specs: dict = {}      # (module id, solution, faults, device) -> (module, KernelSpec): see _spec
 
     # ---- plumbing -----------------------------------------------------------
     def configured(self, options: RunOptions | None) -> "Pipeline":
@@ -265,7 +268,7 @@ class Pipeline:
                build_options: str | None = None) -> CompiledResult:
         try:
             codegen.check_applicable(low.problem, solution, self.device)
-            spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
+            spec = self._spec(low, solution)
         except (codegen.LoweringError, codegen.NotApplicable) as e:
             return CompiledResult(self._span(low, solution), solution, None, "lowering_error", str(e))
         if build_options is None:
@@ -274,6 +277,20 @@ class Pipeline:
             spec = dataclasses.replace(spec, build_options=build_options)
         span = self._span(low, solution, spec.source, spec.kernel_name)
         return CompiledResult(span, solution, spec, job=self._job(spec, inputs, str(solution), packed))
+
+    def _spec(self, low: Lowered, solution):
+        """``codegen.lower`` of ``low.module`` with ``solution``, remembered for the same module object (the
+        memo holds it, so its id is not reused) and solution, faults and device: :meth:`prebuild` lowers the
+        kernels that :meth:`run` then finds built."""
+        key = (id(low.module), str(solution), self.inject, self.device.spec)
+        hit = self._specs.get(key)
+        if hit is not None and hit[0] is low.module:
+            return hit[1]
+        spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
+        self._specs[key] = (low.module, spec)
+        while len(self._specs) > SPEC_MEMO:
+            self._specs.pop(next(iter(self._specs)))
+        return spec
 
     def _device_checks(self, low: Lowered, spec, expected: list, bounds: list, cache: dict) -> list | None:
         """The OutChecks of ``spec``'s outputs against the oracle (``cache``: their arrays, made once per tune
@@ -338,6 +355,23 @@ class Pipeline:
         c = self._lower(low, solution, None)      # building needs no inputs: none are made
         self._build([c])
         return c
+
+    def prebuild(self, module: ir.Module, solutions: list, *, mlir_text: str | None = None) -> None:
+        """Lower and build ``solutions`` of ``module`` in one request, so that a worker of a CPU device builds
+        them as one program (``WorkerPool.build_batch``); the :meth:`run` of each after it finds its kernel
+        built. Solutions that do not parse, lower or apply are left to :meth:`run`, which reports them."""
+        low = self.lower_module(module, mlir_text)
+        jobs = []
+        for s in solutions:
+            try:
+                sol = parse_solution(low.problem, s, self.inject) if isinstance(s, str) else s
+            except codegen.SolutionError:
+                continue
+            c = self._lower(low, sol, None)
+            if c.ok:
+                jobs.append(c.job)
+        if len(jobs) > 1:
+            self.pool.build(jobs, timeout_s=self.build_timeout_s)
 
     def tune(self, module: ir.Module, *, mode: str = "quick", mlir_text: str | None = None,
              use_database: bool = True, solutions: list | None = None, progress=None) -> TuneResult:

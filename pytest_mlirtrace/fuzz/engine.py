@@ -210,26 +210,33 @@ class Fuzzer:
             self._tmp = None
         self.store.close()
 
-    def _run_one(self, module, mlir_text, sol, seeds):
-        """One solution on one lane, for each seed (the kernel is built once: the lane's worker keeps it)."""
+    def _run_group(self, module, mlir_text, sols, seeds) -> list:
+        """Solutions ``sols`` on one lane, each for each seed: [[(solution, RunResult)] per solution]. Their
+        kernels are built first, in one request (one program on PoCL: ``Pipeline.prebuild``); each is then
+        launched once per seed."""
         lane = self._lanes.get()
         try:
+            if len(sols) > 1 and time.monotonic() < self._deadline:
+                lane.pipeline.prebuild(module, sols, mlir_text=mlir_text)
             out = []
-            for sd in seeds:
-                if time.monotonic() >= self._deadline:
-                    break
-                # always the full limits, however little of the budget is left: a hang must mean the same
-                # at the end of a run as at its start, and in the reproducer written from it (a case in
-                # flight may so run past the budget by up to one hang limit)
-                t0 = time.monotonic()
-                r = lane.pipeline.run(module, solution=sol, seed=sd, mlir_text=mlir_text)
-                r.timeout_s = self.o.timeout_s
-                with self._lock:
-                    self.stats.max_case_s = max(self.stats.max_case_s, time.monotonic() - t0)
-                out.append((sol, r))
-                if not r.ok:
-                    break       # the other seeds would only repeat it (a hang would cost a timeout each; a wrong
+            for sol in sols:
+                mine = []
+                for sd in seeds:
+                    if time.monotonic() >= self._deadline:
+                        break
+                    # always the full limits, however little of the budget is left: a hang must mean the same
+                    # at the end of a run as at its start, and in the reproducer written from it (a case in
+                    # flight may so run past the budget by up to one hang limit)
+                    t0 = time.monotonic()
+                    r = lane.pipeline.run(module, solution=sol, seed=sd, mlir_text=mlir_text)
+                    r.timeout_s = self.o.timeout_s
+                    with self._lock:
+                        self.stats.max_case_s = max(self.stats.max_case_s, time.monotonic() - t0)
+                    mine.append((sol, r))
+                    if not r.ok:
+                        break   # the other seeds would only repeat it (a hang would cost a timeout each; a wrong
                                 # result another run, which a shrink pays at every step)
+                out.append(mine)
             return out
         finally:
             self._lanes.put(lane)
@@ -274,12 +281,15 @@ class Fuzzer:
         else:
             mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
         seeds = [seed + i for i in range(max(1, self.o.seeds_per_case))]
-        if len(sols) == 1 or self.jobs == 1:
-            groups = [self._run_one(module, mlir_text, s, seeds) for s in sols]
+        # the solutions dealt out to the lanes (each lane builds its share as one program), results in their order
+        parts = [list(range(i, len(sols), self.jobs)) for i in range(min(self.jobs, len(sols)))]
+        if len(parts) == 1:
+            done = [self._run_group(module, mlir_text, sols, seeds)]
         else:
-            futs = [self._exec.submit(self._run_one, module, mlir_text, s, seeds) for s in sols]
-            groups = [f.result() for f in futs]
-        out = [x for g in groups for x in g]
+            futs = [self._exec.submit(self._run_group, module, mlir_text, [sols[i] for i in p], seeds) for p in parts]
+            done = [f.result() for f in futs]
+        per_sol = {i: r for p, d in zip(parts, done) for i, r in zip(p, d)}
+        out = [x for i in range(len(sols)) for x in per_sol.get(i, [])]
         if self.out_of_time() and len(out) < len(sols) * len(seeds) and not any(not r.ok for _, r in out):
             raise BudgetExhausted()   # cut short: an unfinished case decides nothing
         return out

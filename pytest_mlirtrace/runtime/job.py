@@ -197,6 +197,7 @@ class JobResult:
     cached: bool = False        # program was already built in that worker
     worker_pid: int | None = None
     cut: bool = False           # timing stopped early: a launch took longer than the run's cutoff_ms
+    batched: int = 1            # kernels in the program this one was built in (WorkerPool.build_batch; 1: alone)
     # per OutCheck of the run: True where every element passed on the device (that output is None in
     # ``outputs``: not read back), False where not; None: not checked on the device
     checked: list | None = None

@@ -75,13 +75,14 @@ class Shard:
         self.path = path
         self._lock_fd = lock_fd
         self.windows: dict[str, list[tuple[float, float]]] = {}   # program key -> when its jobs ran
-        self._started: tuple[str, float] | None = None
+        self._started: tuple[list[str], float] | None = None
         self.removed = 0
 
     # --- the journal ---------------------------------------------------------
-    def begin(self, key: str) -> None:
+    def begin(self, key) -> None:
+        """A job (a program key, or the keys of kernels built as one program) starts now."""
         t = time.time()
-        self._started = (key, t)
+        self._started = ([key] if isinstance(key, str) else list(key), t)
         try:
             with open(os.path.join(self.path, JOURNAL), "w", encoding="ascii") as f:
                 f.write(repr(t))
@@ -92,13 +93,16 @@ class Shard:
         """The job started by :meth:`begin` is over; a failed one loses what it wrote."""
         if self._started is None:
             return
-        key, t0 = self._started
+        keys, t0 = self._started
         self._started = None
-        wins = self.windows.setdefault(key, [])
-        wins.append((t0, time.time()))
-        del wins[:-_WINDOWS_PER_KEY]
+        t1 = time.time()
+        for key in keys:
+            wins = self.windows.setdefault(key, [])
+            wins.append((t0, t1))
+            del wins[:-_WINDOWS_PER_KEY]
         if not ok:
-            self.forget(key)
+            for key in keys:
+                self.forget(key)
         try:
             os.unlink(os.path.join(self.path, JOURNAL))
         except OSError:

@@ -45,6 +45,9 @@ ENV_NO_BENCH_FILE_LOCK = "MLIRTRACE_NO_BENCH_LOCK"
 # pipe moves them in 64 KiB writes, each a system call (slow under gVisor: seconds for the 384 MB a 4096^3
 # tune's check sends)
 SHM_MIN_BYTES = 4 << 20
+# on a CPU device (PoCL) a worker builds up to this many kernels of one request as one program: PoCL parses its
+# OpenCL headers once per program, ~0.09 s of the ~0.1 s a small kernel takes to build (kbatch.py)
+BUILD_BATCH_CPU = 8
 
 
 def _shm_dir() -> str | None:
@@ -135,7 +138,7 @@ class WorkerPool:
 
     def __init__(self, device: DeviceInfo | str | None = None, workers: int | None = None,
                  timeout_s: float = 30.0, *, startup_timeout_s: float = 120.0,
-                 kill_grace_s: float = 1.0):
+                 kill_grace_s: float = 1.0, build_batch: int | None = None):
         if workers is None:
             workers = min(2, os.cpu_count() or 1)
         if workers < 1:
@@ -156,6 +159,11 @@ class WorkerPool:
         self.shm_min_bytes: int | None = SHM_MIN_BYTES      # None: every array down the pipe
         self._shm: str | None = None                        # made on first use, removed at close
         self._shm_seq = itertools.count()
+        # kernels a worker builds as one program (a build request's jobs, in groups; see kbatch.py): None, the
+        # device's default (BUILD_BATCH_CPU on a CPU device, 1 elsewhere); 1: each kernel its own program
+        if build_batch is not None and (isinstance(build_batch, bool) or int(build_batch) < 1):
+            raise ValueError(f"build_batch must be an integer >= 1, not {build_batch!r}")
+        self._build_batch = None if build_batch is None else int(build_batch)
 
         try:   # prepare once here; every worker applies it again after importing pyopencl
             pocl_fix.ensure_opencl_env(import_pyopencl=False)
@@ -247,6 +255,13 @@ class WorkerPool:
             raise RuntimeError("WorkerPool used in a forked child; create a new pool there")
 
     @property
+    def build_batch(self) -> int:
+        """The most kernels one worker builds as one program (:mod:`.kbatch`)."""
+        if self._build_batch is not None:
+            return self._build_batch
+        return BUILD_BATCH_CPU if self.device is not None and self.device.kind == "cpu" else 1
+
+    @property
     def workers(self) -> int:
         return len(self._slots)
 
@@ -271,7 +286,7 @@ class WorkerPool:
         except Dead as e:
             raise EnvironmentFailure(f"the OpenCL worker for {self._spec} could not start: {e}") from None
         w.clear_tail()
-        phase = "building" if msg["op"] == "build" else "building/starting"
+        phase = "building" if msg["op"] in ("build", "build_batch") else "building/starting"
         limit = timeout_s if compile_timeout_s is None else max(timeout_s, compile_timeout_s)
         try:
             w.send(msg)
@@ -292,6 +307,7 @@ class WorkerPool:
                     continue
                 if r.get("op") == "result":
                     r["worker_pid"] = w.pid
+                    r["worker_serial"] = w.serial
                     if r.get("status") == "environment":
                         raise EnvironmentFailure(f"the OpenCL worker for {self._spec} failed: {r.get('error')}")
                     if r.get("retire"):
@@ -302,11 +318,7 @@ class WorkerPool:
                         r["error"] = (r.get("error") or "device fault") + "; worker replaced"
                         return r
                     if msg.get("key"):
-                        with self._lock:
-                            self._where.pop(msg["key"], None)
-                            self._where[msg["key"]] = (slot.index, w.serial)
-                            while len(self._where) > 65536:
-                                self._where.pop(next(iter(self._where)))
+                        self._note_where(msg["key"], slot, w.serial)
                     return r
         except Timeout:
             w.kill(self.kill_grace_s)
@@ -334,6 +346,14 @@ class WorkerPool:
             return {"status": "crash", "signal": sig, "stderr": tail, "error": err,
                     "worker_pid": w.pid}
 
+    def _note_where(self, key: str, slot: _Slot, serial: int) -> None:
+        """The worker ``serial`` of ``slot`` now holds ``key``'s program."""
+        with self._lock:
+            self._where.pop(key, None)
+            self._where[key] = (slot.index, serial)
+            while len(self._where) > 65536:
+                self._where.pop(next(iter(self._where)))
+
     def _replace(self, slot: _Slot, dead: WorkerProc) -> None:
         if slot.worker is dead:
             slot.worker = None
@@ -352,7 +372,8 @@ class WorkerPool:
                          error=err, signal=r.get("signal"), build_s=float(r.get("build_s", 0.0)),
                          wall_s=wall_s, stderr=tail, label=job.label, key=job.key,
                          cached=bool(r.get("cached", False)), worker_pid=r.get("worker_pid"),
-                         cut=bool(r.get("cut", False)), checked=r.get("checked"))
+                         cut=bool(r.get("cut", False)), checked=r.get("checked"),
+                         batched=int(r.get("batched", 1) or 1))
 
     def _pick_slot(self, key: str | None) -> _Slot:
         with self._lock:
@@ -393,18 +414,62 @@ class WorkerPool:
             else:
                 todo.append(j.key)
         qlock = threading.Lock()
+        n = min(len(self._slots), len(todo))
+        # each worker takes up to ``size`` kernels at a time and builds them as one program; a group whose
+        # worker crashed or hung is built again kernel by kernel (``alone``), so that the verdict is each one's
+        size = max(1, min(self.build_batch, -(-len(todo) // max(1, n))))
+        alone: set[str] = set()
+
+        def take() -> list[str]:
+            """The next group of keys (qlock held): the first key of the queue, then keys built the same way."""
+            group = [todo.popleft()]
+            if size > 1 and group[0] not in alone:
+                opts, skipped = first[group[0]].build_options, []
+                while todo and len(group) < size:
+                    k = todo.popleft()
+                    (group if k not in alone and first[k].build_options == opts else skipped).append(k)
+                todo.extendleft(reversed(skipped))
+            return group
+
+        def build_group(slot: _Slot, group: list[str]) -> None:
+            jobs = [first[k] for k in group]
+            t0 = time.monotonic()
+            with slot.lock:
+                r = self._request(slot, {"op": "build_batch", "options": jobs[0].build_options,
+                                         "items": [{"key": k, "source": j.source, "kernel": j.kernel_name}
+                                                   for k, j in zip(group, jobs)]},
+                                  timeout, f"{len(jobs)} kernels as one program ({jobs[0].describe()}, ...)")
+            wall = (time.monotonic() - t0) / len(group)
+            if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
+                with qlock:
+                    alone.update(group)
+                    todo.extendleft(reversed(group))
+                return
+            for k, j, one in zip(group, jobs, r["results"]):
+                one["worker_pid"] = r.get("worker_pid")
+                res = self._result(one, j, wall)
+                if res.status in ("ok", "build_error"):
+                    self._remember_build(k, res)
+                    if res.status == "ok":
+                        self._note_where(k, slot, r["worker_serial"])
+                futures[k].set_result(res)
 
         def drain(slot: _Slot):
-            key = None
+            group: list[str] = []
             try:
                 while True:
                     with qlock:
                         if not todo:
                             return
-                        key = todo.popleft()
-                    job = first[key]
+                        group = take()
                     while slot.runs_waiting:            # a run waits for this worker: it goes first
                         time.sleep(0.002)
+                    if len(group) > 1:
+                        build_group(slot, group)
+                        group = []
+                        continue
+                    key = group[0]
+                    job = first[key]
                     t0 = time.monotonic()
                     with slot.lock:
                         r = self._request(slot, {"op": "build", "key": key, "source": job.source,
@@ -414,16 +479,15 @@ class WorkerPool:
                     if res.status in ("ok", "build_error"):
                         self._remember_build(key, res)
                     futures[key].set_result(res)
-                    key = None
+                    group = []
             except BaseException as e:  # noqa: BLE001 - the environment failed (or a bug): every waiter hears
                 with qlock:
-                    rest = ([key] if key is not None else []) + list(todo)
+                    rest = [k for k in group if not futures[k].done()] + list(todo)
                     todo.clear()
                 for k in rest:
                     if not futures[k].done():
                         futures[k].set_exception(e)
 
-        n = min(len(self._slots), len(todo))
         threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in self._slots[:n]]
         for t in threads:
             t.start()

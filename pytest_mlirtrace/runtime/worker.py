@@ -248,11 +248,23 @@ class _Server:
     def get_program(self, key: str, source: str, options: str, kernel: str = ""):
         """Return (entry, cached).  entry: dict(ok, prg, log, error, build_s).  A program that builds
         but lacks ``kernel`` is a failed build (PoCL has returned such programs after miscompiling)."""
-        import time
         ent = self.programs.get(key)
         if ent is not None:
             self.programs[key] = self.programs.pop(key)  # LRU bump
             return ent, True
+        ent = self._compile(source, options, [kernel] if kernel else [])
+        if not ent.get("retire"):
+            self._keep(key, ent)
+        return ent, False
+
+    def _keep(self, key: str, ent: dict) -> None:
+        self.programs[key] = ent
+        while len(self.programs) > MAX_PROGRAMS:
+            self.programs.pop(next(iter(self.programs)))
+
+    def _compile(self, source: str, options: str, kernels: list[str]) -> dict:
+        """Build ``source``: dict(ok, prg, log, error, build_s, kernels); a build lacking one of ``kernels`` failed."""
+        import time
         cl = self.cl
         t0 = time.perf_counter()
         ok, err, prg, code = True, "", None, None
@@ -266,21 +278,22 @@ class _Server:
             ok, err, code = False, f"{type(e).__name__}: {e}", None
         build_s = time.perf_counter() - t0
         missing = ""
-        if ok and kernel:
+        if ok and kernels:
             try:
                 names = [n for n in str(prg.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
             except Exception:  # noqa: BLE001 - a driver without the query: launch will tell
                 names = None
-            if names is not None and kernel not in names:
+            lost = [k for k in kernels if names is not None and k not in names]
+            if lost:
                 ok, code = False, None
-                missing = (f"build produced no kernel {kernel!r} (the program has "
+                missing = (f"build produced no kernel {lost[0]!r} (the program has "
                            f"{', '.join(repr(n) for n in names) or 'no kernel'})")
         if not ok and not missing and code not in _COMPILE_FAILURES and not self.healthy():
             # not a compiler verdict: the context broke (e.g. an earlier device
             # fault); don't cache, tell the parent to replace this worker
             return {"ok": False, "prg": None, "log": "", "build_s": build_s, "kernels": {},
                     "error": f"build failed: device context unusable: {err}",
-                    "retire": True}, False
+                    "retire": True}
         log = ""
         if prg is not None:
             try:   # the compiler's own log (on a failed build too: the program object exists)
@@ -297,12 +310,8 @@ class _Server:
             err = "build failed: " + head
             if not log:
                 log = err
-        ent = {"ok": ok, "prg": prg if ok else None, "log": log, "error": err,
-               "build_s": build_s, "kernels": {}}
-        self.programs[key] = ent
-        while len(self.programs) > MAX_PROGRAMS:
-            self.programs.pop(next(iter(self.programs)))
-        return ent, False
+        return {"ok": ok, "prg": prg if ok else None, "log": log, "error": err,
+                "build_s": build_s, "kernels": {}}
 
     def op_build(self, m):
         ent, cached = self.get_program(m["key"], m["source"], m["options"], m.get("kernel", ""))
@@ -312,6 +321,50 @@ class _Server:
         return {"op": "result", "status": "ok" if ent["ok"] else "build_error",
                 "build_log": ent["log"], "error": ent["error"],
                 "build_s": 0.0 if cached else ent["build_s"], "cached": cached}
+
+    def op_build_batch(self, m):
+        """Build several kernels (``items``: key, source, kernel; one ``options``) as one program where
+        :mod:`.kbatch` can combine them, else (or when that program does not build) one by one, each as
+        ``op_build`` would.  Each kernel keeps its own entry (its key), sharing the program; its build time
+        is its share of the program's.  Reply: ``results``, one ``op_build`` reply per item, in order."""
+        items, options = m["items"], m["options"]
+        todo = [it for it in items if it["key"] not in self.programs]
+        todo = [it for n, it in enumerate(todo) if all(o["key"] != it["key"] for o in todo[:n])]
+        fresh: set = set()
+        if len(todo) >= 2:
+            kb = _load_sibling("kbatch")
+            text = kb.combine([(it["source"], it["kernel"]) for it in todo])
+            if text is not None:
+                keys = [it["key"] for it in todo]
+                names = [kb.alias(it["kernel"], i) for i, it in enumerate(todo)]
+                if self.shard is not None:
+                    self.shard.begin(keys)
+                ent = self._compile(text, options, names)
+                if self.shard is not None:
+                    self.shard.end(ok=ent["ok"])
+                if ent["ok"]:       # else: one by one below (a compiler's verdict names its own kernel)
+                    for key, name in zip(keys, names):
+                        self._keep(key, {**ent, "alias": name, "kernels": {},
+                                         "build_s": ent["build_s"] / len(keys), "batched": len(keys)})
+                    fresh = set(keys)
+        results = []
+        for it in items:
+            key, it = it["key"], dict(it, options=options)
+            if key in fresh:        # built just now, with the others: its share of the time, not "cached"
+                results.append(dict(self.op_build(it), build_s=self.programs[key]["build_s"], cached=False,
+                                    batched=self.programs[key]["batched"]))
+                fresh.discard(key)
+                continue
+            alone = self.shard is not None and key not in self.programs
+            if alone:
+                self.shard.begin(key)
+            r = self.op_build(it)
+            if alone:
+                self.shard.end(ok=r["status"] == "ok")
+            if r.get("retire"):     # the context broke: the parent replaces this worker and builds the rest anew
+                return r
+            results.append(r)
+        return {"op": "result", "status": "ok", "results": results}
 
     # --- run ---
     def op_run(self, m):
@@ -334,7 +387,7 @@ class _Server:
         # not RUNNING, meanwhile): the parent times that apart from the run (see pool._request)
         first = not ent.get("launched")
         self.send({"op": "built", "build_s": build_s, "first_launch": first})
-        name = m["kernel"]
+        name = ent.get("alias") or m["kernel"]      # its name in a program built with others (op_build_batch)
         mf = cl.mem_flags
         bufs, outs, vals = [], [], []
         stage = "setup"
@@ -602,6 +655,8 @@ class _Server:
             try:
                 if op == "build":
                     r = self.op_build(m)
+                elif op == "build_batch":
+                    r = self.op_build_batch(m)
                 elif op == "run":
                     r = self.op_run(m)
                 elif op == "ping":

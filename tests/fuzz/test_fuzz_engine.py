@@ -38,6 +38,7 @@ def simulated(monkeypatch):
         return engine.RunResult(c, "wrong", detail=detail, seed=seed or 0)
 
     monkeypatch.setattr(engine.Pipeline, "run", run)
+    monkeypatch.setattr(engine.Pipeline, "prebuild", lambda self, module, sols, mlir_text=None: None)
     return calls
 
 
@@ -133,3 +134,29 @@ def test_past_the_budget_and_its_write_grace_a_finding_is_written_unchecked(simu
     f = rep.findings[-1]
     assert "not run alone in a fresh process" in f.note and "write grace (0 s)" in f.note
     assert f.record.planted is None
+
+
+def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_order(simulated, tmp_path, monkeypatch):
+    """Each lane gets every other solution and builds its share in one request (Pipeline.prebuild); the
+    results come back in the solutions' order, each solution once per seed."""
+    import time
+
+    from pytest_mlirtrace import ir
+
+    m = ir.Module()     # no transpose, K < 5: no planted bug (every seed runs)
+    m.add_return(m.add("dot", m.add_param("a", "f32", [1, 8, 4]), m.add_param("b", "f32", [1, 4, 8])))
+    shares = []
+    monkeypatch.setattr(engine.Pipeline, "prebuild",
+                        lambda self, module, sols, mlir_text=None: shares.append((id(self), [str(s) for s in sols])))
+    fz = Fuzzer(FuzzOptions(budget_s=60, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=2, verify=False))
+    try:
+        fz._t0 = time.monotonic()
+        fz._deadline = fz._t0 + 60
+        fz._open()
+        sols = ["8,8,8,4,4,4,0,4", "16,8,8,2,8,8,0,4", "4,8,4,4,8,8,0,4"]
+        out = fz.run_case(m, sols, 7)
+    finally:
+        fz.close()
+    assert [str(s) for s, _ in out] == [s for s in sols for _ in range(2)]
+    assert [r.seed for _, r in out] == [7, 8] * 3
+    assert [sh for _, sh in shares] == [[sols[0], sols[2]]]      # the lane with one solution builds it as it runs

@@ -47,16 +47,24 @@ def _env(inject):
     return env
 
 
-def fuzz(workdir: Path, inject, budget, seed, extra=()):
+# ``--builds fast:1``: the CLI with runtime.pool.BUILD_BATCH_CPU set first (1: every kernel its own program, as
+# before kbatch.py)
+_BATCHED_CLI = ("import sys, pytest_mlirtrace.runtime.pool as p; p.BUILD_BATCH_CPU = int(sys.argv[1]); "
+                "from pytest_mlirtrace.cli.main import main; sys.exit(main(sys.argv[2:]))")
+
+
+def fuzz(workdir: Path, inject, budget, seed, extra=(), batch=None):
     report = workdir / "report.json"
-    cmd = [sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", str(budget), "--seed", str(seed),
+    launcher = ["-m", "pytest_mlirtrace.cli.main"] if batch is None else ["-c", _BATCHED_CLI, str(batch)]
+    cmd = [sys.executable, *launcher, "fuzz", "--budget", str(budget), "--seed", str(seed),
            "--repro-dir", str(workdir / "repro"), "--database", str(workdir / "db"), "--report", str(report),
            "--quiet", *extra]
     t0 = time.monotonic()
     p = subprocess.run(cmd, cwd=workdir, env=_env(inject), capture_output=True, text=True)
     wall = time.monotonic() - t0
     data = json.loads(report.read_text()) if report.exists() else {}
-    return p, data, wall, " ".join(["MLIRTRACE_INJECT=" + inject] if inject else []) + " mlirtrace " + " ".join(cmd[3:])
+    shown = " ".join(["MLIRTRACE_INJECT=" + inject] if inject else []) + " mlirtrace " + " ".join(cmd[len(launcher) + 1:])
+    return p, data, wall, shown + (f"  (BUILD_BATCH_CPU={batch})" if batch is not None else "")
 
 
 def repro_ok(script, inject) -> bool:
@@ -76,7 +84,8 @@ def main(argv=None) -> int:
                     help="give every run an empty kernel cache (MLIRTRACE_CACHE_DIR), as on a fresh machine")
     ap.add_argument("--extra", default="", help="extra fuzz arguments, e.g. '--max-dim 8'")
     ap.add_argument("--builds", default="full",
-                    help="comma-separated fuzz --build values: one clean-tree run each, side by side (e.g. full,fast)")
+                    help="comma-separated fuzz --build values: one clean-tree run each, side by side (e.g. full,fast); "
+                         "BUILD:N runs it with runtime.pool.BUILD_BATCH_CPU = N (1: each kernel its own program)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from pytest_mlirtrace.codegen import FAULTS
@@ -88,10 +97,12 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as tmp:
         if a.cold:
             COLD_CACHE = tmp
-        for i, build in enumerate([] if a.no_clean else a.builds.split(",")):
-            d = Path(tmp) / f"clean-{i}-{build}"
+        for i, spec in enumerate([] if a.no_clean else a.builds.split(",")):
+            build, _, batch = spec.partition(":")
+            d = Path(tmp) / f"clean-{i}-{build}-{batch}"
             d.mkdir()
-            p, data, wall, cmd = fuzz(d, None, a.budget, a.seed, extra + ["--build", build])
+            p, data, wall, cmd = fuzz(d, None, a.budget, a.seed, extra + ["--build", build],
+                                      batch=int(batch) if batch else None)
             print(f"clean tree: {cmd}")
             print(f"  {data.get('cases', 0)} cases in {data.get('elapsed_s', wall):.1f}s = "
                   f"{data.get('cases_per_s', 0):.2f} cases/s ({data.get('examples', 0)} examples, "

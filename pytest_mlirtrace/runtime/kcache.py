@@ -29,9 +29,10 @@ import os
 import shutil
 import time
 
-__all__ = ["Shard", "claim_shard", "cache_root", "ENV_ROOT"]
+__all__ = ["Shard", "claim_shard", "cache_root", "ENV_ROOT", "ENV_PREFER"]
 
 ENV_ROOT = "MLIRTRACE_KCACHE_ROOT"    # a kernel cache directory of its own (tests: one no other process uses)
+ENV_PREFER = "MLIRTRACE_KCACHE_SHARD"  # the shard a worker tries first (its pool slot: WorkerPool sets it)
 MAX_SHARDS = 64
 JOURNAL = "INFLIGHT"
 _WINDOWS_PER_KEY = 8
@@ -174,13 +175,16 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
-def claim_shard(root: str) -> Shard | None:
-    """Claim the first free shard under ``root`` (None when all are taken or the disk says no)."""
+def claim_shard(root: str, prefer: int = 0) -> Shard | None:
+    """Claim shard ``prefer`` under ``root`` if it is free, else the first free one (None when all are taken or
+    the disk says no). A pool's worker of slot i prefers shard i, so that a kernel built by that slot in one
+    process is found in its cache by the same slot in the next."""
     try:
         os.makedirs(root, exist_ok=True)
     except OSError:
         return None
-    for i in range(MAX_SHARDS):
+    prefer = prefer if 0 <= prefer < MAX_SHARDS else 0
+    for i in [prefer] + [j for j in range(MAX_SHARDS) if j != prefer]:
         lock = os.path.join(root, f"shard-{i}.lock")
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)

@@ -201,7 +201,9 @@ class WorkerPool:
 
     # --- worker management ---------------------------------------------
     def _spawn(self, slot: _Slot) -> WorkerProc:
-        w = WorkerProc(self._spec, self._env)
+        # the worker of slot i keeps its kernel cache in shard i where it can (kcache.claim_shard): builds go to
+        # slots in a fixed order (build_async), so a second process finds each kernel where it left it
+        w = WorkerProc(self._spec, {**self._env, "MLIRTRACE_KCACHE_SHARD": str(slot.index)})
         slot.worker = w
         self.stats["spawned"] += 1
         return w
@@ -415,23 +417,23 @@ class WorkerPool:
                 todo.append(j.key)
         qlock = threading.Lock()
         n = min(len(self._slots), len(todo))
-        # each worker takes up to ``size`` kernels at a time and builds them as one program; a group whose
-        # worker crashed or hung is built again kernel by kernel (``alone``), so that the verdict is each one's
+        # each worker builds up to ``size`` kernels at a time as one program; a group whose worker crashed or hung
+        # is built again kernel by kernel, so that the verdict is each one's. Groups go to the slots in turn, not
+        # to whichever is free: the same request builds each kernel on the same slot in every process, whose
+        # worker keeps its kernel cache in the same shard (kcache.claim_shard), so a second process finds it there
         size = max(1, min(self.build_batch, -(-len(todo) // max(1, n))))
-        alone: set[str] = set()
-
-        def take() -> list[str]:
-            """The next group of keys (qlock held): the first key of the queue, then keys built the same way."""
+        groups: list[list[str]] = []
+        while todo:
             group = [todo.popleft()]
-            if size > 1 and group[0] not in alone:
-                opts, skipped = first[group[0]].build_options, []
-                while todo and len(group) < size:
-                    k = todo.popleft()
-                    (group if k not in alone and first[k].build_options == opts else skipped).append(k)
-                todo.extendleft(reversed(skipped))
-            return group
+            opts, skipped = first[group[0]].build_options, []
+            while todo and len(group) < size:
+                k = todo.popleft()
+                (group if first[k].build_options == opts else skipped).append(k)
+            todo.extendleft(reversed(skipped))
+            groups.append(group)
+        queues = [deque(groups[i::n]) for i in range(n)]
 
-        def build_group(slot: _Slot, group: list[str]) -> None:
+        def build_group(slot: _Slot, group: list[str], queue: deque) -> None:
             jobs = [first[k] for k in group]
             t0 = time.monotonic()
             with slot.lock:
@@ -442,8 +444,7 @@ class WorkerPool:
             wall = (time.monotonic() - t0) / len(group)
             if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
                 with qlock:
-                    alone.update(group)
-                    todo.extendleft(reversed(group))
+                    queue.extendleft([k] for k in reversed(group))
                 return
             for k, j, one in zip(group, jobs, r["results"]):
                 one["worker_pid"] = r.get("worker_pid")
@@ -454,18 +455,18 @@ class WorkerPool:
                         self._note_where(k, slot, r["worker_serial"])
                 futures[k].set_result(res)
 
-        def drain(slot: _Slot):
+        def drain(slot: _Slot, queue: deque):
             group: list[str] = []
             try:
                 while True:
                     with qlock:
-                        if not todo:
+                        if not queue:
                             return
-                        group = take()
+                        group = queue.popleft()
                     while slot.runs_waiting:            # a run waits for this worker: it goes first
                         time.sleep(0.002)
                     if len(group) > 1:
-                        build_group(slot, group)
+                        build_group(slot, group, queue)
                         group = []
                         continue
                     key = group[0]
@@ -482,13 +483,14 @@ class WorkerPool:
                     group = []
             except BaseException as e:  # noqa: BLE001 - the environment failed (or a bug): every waiter hears
                 with qlock:
-                    rest = [k for k in group if not futures[k].done()] + list(todo)
-                    todo.clear()
+                    rest = [k for k in group if not futures[k].done()] + [k for q in queues for g in q for k in g]
+                    for q in queues:
+                        q.clear()
                 for k in rest:
                     if not futures[k].done():
                         futures[k].set_exception(e)
 
-        threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in self._slots[:n]]
+        threads = [threading.Thread(target=drain, args=(s, q), daemon=True) for s, q in zip(self._slots[:n], queues)]
         for t in threads:
             t.start()
         if wait:

@@ -212,7 +212,11 @@ class _Server:
             return
         kc = _load_sibling("kcache")
         root = os.environ.get(kc.ENV_ROOT) or kc.cache_root(fix.cache_dir(), *fix.pocl_identity())
-        self.shard = kc.claim_shard(root)
+        try:
+            prefer = int(os.environ.get(kc.ENV_PREFER, "0") or 0)
+        except ValueError:
+            prefer = 0
+        self.shard = kc.claim_shard(root, prefer)
         if self.shard is not None:
             os.environ["POCL_CACHE_DIR"] = self.shard.path
         else:

@@ -113,6 +113,21 @@ def test_top_level_help_speaks_to_users():
         assert f"    {cmd}" in p.stdout, cmd
 
 
+def test_a_named_command_imports_only_its_own_module():
+    """``mlirtrace tune ...`` builds the parser with only tune's module: fuzz's (and with it Hypothesis) is not
+    imported; the other commands are still names the parser knows."""
+    code = ("import sys; from pytest_mlirtrace.cli.main import build_parser, _command_of; "
+            "a = build_parser(_command_of(['tune', 'x.txt'])).parse_args(['tune', 'x.txt', '--no-database']); "
+            "print(a.command, a.no_database, 'pytest_mlirtrace.cli.fuzz_cmd' in sys.modules, "
+            "'hypothesis' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["tune", "True", "False", "False"]
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "nosuch"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "invalid choice: 'nosuch'" in p.stderr and "'fuzz'" in p.stderr
+
+
 def test_run_and_tune_print_json_for_scripts(capsys, monkeypatch, tmp_path):
     import json
 

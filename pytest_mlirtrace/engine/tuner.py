@@ -154,9 +154,17 @@ class Pipeline:
                  warmup: int = 1,
                  repeats: int = 5, inject: str | None = None, seed: int = 0, max_bytes: int | None = None,
                  cut_factor: float | None = CUT_FACTOR, build_options: str | None = None):
-        self.device = device if hasattr(device, "key_name") else runtime.resolve_device(device)
-        self.listeners: list[Listener] = list(listeners or [])
         self._pool = pool
+        if hasattr(device, "key_name"):
+            self.device = device
+        elif pool is None:
+            # the process-wide pool's first worker names the device: no separate listing process (0.25 s of every
+            # command's start-up)
+            self._pool = runtime.get_pool(device)
+            self.device = self._pool.device if self._pool.device is not None else runtime.resolve_device(device)
+        else:
+            self.device = pool.device if pool.device is not None else runtime.resolve_device(device)
+        self.listeners: list[Listener] = list(listeners or [])
         self.database = database if database is not None else TuningDatabase()
         self.timeout_s = timeout_s
         # a slow build on a loaded machine is not a hung kernel: builds get their own, longer limit

@@ -378,8 +378,8 @@ class Pipeline:
             c = self._lower(low, sol, None)
             if c.ok:
                 jobs.append(c.job)
-        if len(jobs) > 1:
-            self.pool.build(jobs, timeout_s=self.build_timeout_s)
+        if len(jobs) > 1:   # a group that crashed or hung is left to each run, which builds its kernel alone
+            self.pool.build(jobs, timeout_s=self.build_timeout_s, alone_after_failure=False)
 
     def tune(self, module: ir.Module, *, mode: str = "quick", mlir_text: str | None = None,
              use_database: bool = True, solutions: list | None = None, progress=None) -> TuneResult:

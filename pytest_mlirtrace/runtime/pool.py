@@ -390,15 +390,21 @@ class WorkerPool:
         return self._slots[next(self._rr) % len(self._slots)]
 
     # --- public API -----------------------------------------------------
-    def build(self, jobs: list[KernelJob], *, timeout_s: float | None = None) -> list[JobResult]:
+    def build(self, jobs: list[KernelJob], *, timeout_s: float | None = None,
+              alone_after_failure: bool = True) -> list[JobResult]:
         """Build all jobs, in parallel across workers.  Results in job order."""
-        return [f.result() for f in self.build_async(jobs, timeout_s=timeout_s, wait=True)]
+        return [f.result() for f in self.build_async(jobs, timeout_s=timeout_s, wait=True,
+                                                     alone_after_failure=alone_after_failure)]
 
     def build_async(self, jobs: list[KernelJob], *, timeout_s: float | None = None,
-                    wait: bool = False) -> list[Future]:
+                    wait: bool = False, alone_after_failure: bool = True) -> list[Future]:
         """Start building all jobs, in parallel across workers, in job order; one future per job (its
         :class:`JobResult`). A :meth:`run` meanwhile goes before the next build of the worker it needs, so
-        that a tune can time the first solutions while the rest build (``wait``: return once all are built)."""
+        that a tune can time the first solutions while the rest build (``wait``: return once all are built).
+        ``alone_after_failure``: a group of kernels whose worker crashed or hung while building them as one
+        program is built again kernel by kernel (True), or left unbuilt, each future getting the group's result
+        (False: a caller that only builds ahead, and builds each kernel again when it runs it, so that a compile
+        that hangs costs two limits rather than three)."""
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         jobs = list(jobs)
@@ -443,6 +449,12 @@ class WorkerPool:
                                   timeout, f"{len(jobs)} kernels as one program ({jobs[0].describe()}, ...)")
             wall = (time.monotonic() - t0) / len(group)
             if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
+                if not alone_after_failure:     # or left unbuilt: the caller builds each when it needs it
+                    for k, j in zip(group, jobs):   # (the group's verdict, not remembered as this kernel's)
+                        futures[k].set_result(self._result(
+                            dict(r, error=f"built with {len(group) - 1} other kernel(s), not alone: "
+                                          f"{r.get('error', '')}"), j, wall))
+                    return
                 with qlock:
                     queue.extendleft([k] for k in reversed(group))
                 return

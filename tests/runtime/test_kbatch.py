@@ -148,6 +148,29 @@ def test_a_group_whose_worker_died_is_built_again_one_by_one(batch_pool, rng, mo
     assert [r.status for r in res] == ["ok"] * 3 and [r.batched for r in res] == [1, 1, 1]
 
 
+def test_a_group_built_ahead_whose_worker_died_is_left_for_each_run(batch_pool, rng, monkeypatch):
+    """``alone_after_failure=False`` (Pipeline.prebuild): no second build now; each kernel is built alone when
+    it runs, and runs right."""
+    jobs = [_add_job(n, rng) for n in (21, 22)]
+    real = batch_pool._request
+    seen = []
+
+    def request(slot, msg, *a, **k):
+        seen.append(msg["op"])
+        if msg["op"] == "build_batch":
+            return {"status": "hang", "error": "timed out after 60.0 s while building 2 kernels as one program"}
+        return real(slot, msg, *a, **k)
+    monkeypatch.setattr(batch_pool, "_request", request)
+    res = batch_pool.build([j for j, _ in jobs], alone_after_failure=False)
+    assert seen == ["build_batch"]
+    assert [r.status for r in res] == ["hang", "hang"] and "not alone" in res[0].error
+    for (job, a), n in zip(jobs, (21, 22)):
+        r = batch_pool.run(job)
+        assert r.ok, r.error
+        np.testing.assert_array_equal(r.outputs[0], a + np.float32(n))
+    assert seen[1:] == ["run", "run"]
+
+
 def test_build_batch_is_validated():
     with pytest.raises(ValueError, match="build_batch"):
         WorkerPool("pocl-cpu", build_batch=0)

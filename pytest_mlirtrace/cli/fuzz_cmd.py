@@ -87,7 +87,7 @@ def add_parser(sub, name):
     p.add_argument("--build", choices=("full", "fast"), default="full",
                    help="how kernels are built: full (default: the code generator's build options, as tune and "
                         "run build them) or fast (the same kernels with the compiler's optimisations off, "
-                        "-cl-opt-disable: about 2.5x the cases a second on PoCL; a bug that only the "
+                        "-cl-opt-disable: about twice the cases a second on PoCL; a bug that only the "
                         "optimiser brings out is not seen, and a reproducer builds as its case was built)")
     p.add_argument("--no-long-reductions", action="store_true",
                    help="don't draw long reductions (K of a dot, reduce and softmax axes up to --max-elements "

@@ -32,12 +32,14 @@ class FuzzOptions:
     database: str | None = DEFAULT_DATABASE
     store: object | None = None      # a store.StoreSpec; redis: examples, reproducers shared with a fleet
     jobs: int = 0                    # lanes; 0: min(2, cpu count)
-    max_solutions: int = 0           # solutions per example; 0: 2 * jobs
+    max_solutions: int = 0           # solutions per example (--solutions); 0: 2 * jobs. Each lane builds its
+                                     # share as one program; more per example ran more cases a second but
+                                     # found the planted faults later (BENCHMARKS.md)
     timeout_s: float = 10.0          # per build / run (a hang costs this much; PoCL's first launch of a
                                      # big work-group kernel can take seconds on a loaded 2-core machine)
     compile_timeout_s: float = 60.0  # per build and per first-launch compile (timed apart from the run)
     build: str = "full"              # BUILDS: full (the code generator's build options), fast (optimisations
-                                     # off: the same kernels, built and first launched ~2.5x faster on PoCL)
+                                     # off: the same kernels, ~2x the cases a second on PoCL)
     seeds_per_case: int = 2          # inputs each built kernel is checked on (cases = solutions x seeds)
     shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
     inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT

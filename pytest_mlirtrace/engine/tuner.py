@@ -139,7 +139,7 @@ def parse_solution(problem, text: str, inject=None):
 
 
 CUT_FACTOR = 1.5
-# lowered kernels a Pipeline remembers (Pipeline._spec)
+# lowered kernels of one module a Pipeline remembers (Pipeline._spec)
 SPEC_MEMO = 64
 # one launch past this many times the best so far stops the timing at once: no noise of a shared machine
 # (at worst a compute thread descheduled: 2x) makes a best solution look so slow
@@ -184,7 +184,7 @@ class Pipeline:
         # a tune times the first solutions while the rest build: None: on GPUs (on a CPU device the builds
         # would slow the kernels being timed)
         self.overlap_builds: bool | None = None
-        self._specs: dict = {}      # (module id, solution, faults, device) -> (module, KernelSpec): see _spec
+        self._specs: dict = {}      # the module last lowered and its kernels by (solution, faults, device): _spec
 
     # ---- plumbing -----------------------------------------------------------
     def configured(self, options: RunOptions | None) -> "Pipeline":
@@ -287,17 +287,18 @@ class Pipeline:
         return CompiledResult(span, solution, spec, job=self._job(spec, inputs, str(solution), packed))
 
     def _spec(self, low: Lowered, solution):
-        """``codegen.lower`` of ``low.module`` with ``solution``, remembered for the same module object (the
-        memo holds it, so its id is not reused) and solution, faults and device: :meth:`prebuild` lowers the
-        kernels that :meth:`run` then finds built."""
-        key = (id(low.module), str(solution), self.inject, self.device.spec)
-        hit = self._specs.get(key)
-        if hit is not None and hit[0] is low.module:
-            return hit[1]
-        spec = codegen.lower(low.module, solution, self.device, inject=self.inject)
-        self._specs[key] = (low.module, spec)
-        while len(self._specs) > SPEC_MEMO:
-            self._specs.pop(next(iter(self._specs)))
+        """``codegen.lower`` of ``low.module`` with ``solution``, remembered while the same module object is the
+        one lowered (:meth:`prebuild` lowers the kernels that :meth:`run` then finds built); a new module starts
+        the memo afresh, so it keeps no other module alive."""
+        if self._specs.get("module") is not low.module:
+            self._specs = {"module": low.module, "specs": {}}
+        specs = self._specs["specs"]
+        key = (str(solution), self.inject, self.device.spec)
+        spec = specs.get(key)
+        if spec is None:
+            spec = specs[key] = codegen.lower(low.module, solution, self.device, inject=self.inject)
+            while len(specs) > SPEC_MEMO:
+                specs.pop(next(iter(specs)))
         return spec
 
     def _device_checks(self, low: Lowered, spec, expected: list, bounds: list, cache: dict) -> list | None:

@@ -332,8 +332,7 @@ class _Server:
         ``op_build`` would.  Each kernel keeps its own entry (its key), sharing the program; its build time
         is its share of the program's.  Reply: ``results``, one ``op_build`` reply per item, in order."""
         items, options = m["items"], m["options"]
-        todo = [it for it in items if it["key"] not in self.programs]
-        todo = [it for n, it in enumerate(todo) if all(o["key"] != it["key"] for o in todo[:n])]
+        todo = list({it["key"]: it for it in items if it["key"] not in self.programs}.values())   # once each
         fresh: set = set()
         if len(todo) >= 2:
             kb = _load_sibling("kbatch")

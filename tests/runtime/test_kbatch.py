@@ -104,6 +104,22 @@ def test_kernels_built_as_one_program_each_compute_what_the_oracle_says(batch_po
         assert r.compiled.span.solution == s
 
 
+def test_prebuild_then_run_lowers_each_solution_once_and_keeps_one_module(batch_pool, monkeypatch):
+    lowered = []
+    real = codegen.lower
+    monkeypatch.setattr(codegen, "lower", lambda m, s, *a, **k: lowered.append((id(m), str(s))) or real(m, s, *a, **k))
+    pipe = Pipeline(batch_pool.device, pool=batch_pool)
+    sols = ["8,8,8,4,4,4,0,4", "16,8,8,2,8,8,0,4"]
+    m1, m2 = (seed_module("f32", g=1, heads=2, seq=n, hd=8, n=16) for n in (16, 24))
+    pipe.prebuild(m1, sols)
+    for s in sols:
+        assert pipe.run(m1, solution=s, seed=3).ok
+    assert lowered == [(id(m1), s) for s in sols]
+    assert pipe.run(m2, solution=sols[0], seed=3).ok
+    assert lowered[-1] == (id(m2), sols[0])
+    assert pipe._specs["module"] is m2 and len(pipe._specs["specs"]) == 1
+
+
 ADD1 = """
 __kernel void add{n}(__global const float *a, __global float *c, const int n) {{
   int i = get_global_id(0);

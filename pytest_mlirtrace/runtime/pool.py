@@ -32,7 +32,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from .. import fs
-from . import pocl_fix
+from . import kcache, pocl_fix
 from .device import (WORKER_SCRIPT, DeviceError, DeviceInfo, EnvironmentFailure, default_device_spec,
                      known_devices, match_spec, remember_devices)
 from .job import JobResult, KernelJob
@@ -203,7 +203,7 @@ class WorkerPool:
     def _spawn(self, slot: _Slot) -> WorkerProc:
         # the worker of slot i keeps its kernel cache in shard i where it can (kcache.claim_shard): builds go to
         # slots in a fixed order (build_async), so a second process finds each kernel where it left it
-        w = WorkerProc(self._spec, {**self._env, "MLIRTRACE_KCACHE_SHARD": str(slot.index)})
+        w = WorkerProc(self._spec, {**self._env, kcache.ENV_PREFER: str(slot.index)})
         slot.worker = w
         self.stats["spawned"] += 1
         return w

@@ -190,6 +190,9 @@ class _Server:
             dev = next(d for info, d in found if info["spec"] == chosen.spec)
             self.cl, self.np = cl, np
             self.dev = dev
+            # PoCL compiles a kernel's work-group function at its first launch; other drivers compile all
+            # of it at the build, and may report a launch SUBMITTED until it ends (a hang is no compile)
+            self.compiles_at_launch = "portable computing language" in dev.platform.name.lower()
             self.ctx = cl.Context([dev])
             self.queue = cl.CommandQueue(
                 self.ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
@@ -283,8 +286,9 @@ class _Server:
         build_s = time.perf_counter() - t0
         missing = ""
         if ok and kernels:
-            try:
-                names = [n for n in str(prg.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
+            try:    # a program without kernels: NVIDIA's driver crashes when asked their names
+                names = [] if not prg.get_info(cl.program_info.NUM_KERNELS) else \
+                    [n for n in str(prg.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
             except Exception:  # noqa: BLE001 - a driver without the query: launch will tell
                 names = None
             lost = [k for k in kernels if names is not None and k not in names]
@@ -388,7 +392,7 @@ class _Server:
         keep = {k for _arr, k in sent if k is not None}
         # PoCL compiles a kernel's work-group function at its first launch (the command sits SUBMITTED,
         # not RUNNING, meanwhile): the parent times that apart from the run (see pool._request)
-        first = not ent.get("launched")
+        first = not ent.get("launched") and self.compiles_at_launch
         self.send({"op": "built", "build_s": build_s, "first_launch": first})
         name = ent.get("alias") or m["kernel"]      # its name in a program built with others (op_build_batch)
         mf = cl.mem_flags

@@ -15,6 +15,18 @@ def cpu_device():
         pytest.skip(f"no PoCL CPU device: {e}")
 
 
+def is_pocl(device) -> bool:
+    return device.key_name == "pocl-cpu"
+
+
+@pytest.fixture
+def pocl_only(cpu_device):
+    """For a test of PoCL's own behaviour (its devices' names, its compile at a kernel's first launch, its
+    kernel cache): skipped where ``MLIRTRACE_TEST_DEVICE`` names another device."""
+    if not is_pocl(cpu_device):
+        pytest.skip(f"checks PoCL's own behaviour; the test device is {cpu_device.key_name}")
+
+
 @pytest.fixture(scope="session")
 def pool(cpu_device):
     with WorkerPool(cpu_device, workers=2, timeout_s=30.0) as p:

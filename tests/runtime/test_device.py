@@ -52,7 +52,7 @@ def test_no_gpu_message():
         devmod.match_spec(FAKES[:1], "gpu")
 
 
-def test_list_and_resolve_real_devices(cpu_device):
+def test_list_and_resolve_real_devices(cpu_device, pocl_only):
     devs = list_devices()
     assert any(d.key_name == "pocl-cpu" for d in devs)
     d = resolve_device(None) if devmod.default_device_spec(None) == "pocl-cpu" else cpu_device
@@ -79,7 +79,7 @@ def test_resolve_bogus_spec(cpu_device):
     assert "available" in str(ei.value) and "pocl-cpu" in str(ei.value)
 
 
-def test_pool_resolves_in_worker_when_nothing_cached(monkeypatch, cpu_device):
+def test_pool_resolves_in_worker_when_nothing_cached(monkeypatch, cpu_device, pocl_only):
     # without a cached device list the first worker resolves the spec itself
     monkeypatch.setattr(devmod, "_cache", None)
     with pytest.raises(DeviceError, match="available"):

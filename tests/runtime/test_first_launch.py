@@ -28,7 +28,7 @@ __kernel void heavy(__global const float *a, __global float *o)
     return KernelJob(src, "heavy", [InBuf(a), OutBuf((16,), np.float32)], (16,), (4,))
 
 
-def test_first_launch_compile_is_not_counted_against_the_run_limit(pool, rng):
+def test_first_launch_compile_is_not_counted_against_the_run_limit(pool, rng, pocl_only):
     job = heavy_job(rng)
     pool.build([job])                      # the program builds; the work-group function is still to compile
     t0 = time.monotonic()
@@ -39,7 +39,7 @@ def test_first_launch_compile_is_not_counted_against_the_run_limit(pool, rng):
     assert np.isfinite(r.outputs[0]).all()
 
 
-def test_without_a_compile_limit_the_first_launch_compile_counts_as_the_run(pool, rng):
+def test_without_a_compile_limit_the_first_launch_compile_counts_as_the_run(pool, rng, pocl_only):
     job = heavy_job(rng)
     pool.build([job])
     r = pool.run(job, timeout_s=0.3)

@@ -111,7 +111,7 @@ def _worker_shard(pool):
     return w.ready.get("kernel_cache")
 
 
-def test_workers_use_mlirtrace_s_cache_and_a_wrong_program_starts_cold_again(cpu_device):
+def test_workers_use_mlirtrace_s_cache_and_a_wrong_program_starts_cold_again(cpu_device, pocl_only):
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     a = rng.standard_normal(256).astype(np.float32)
     tag = uuid.uuid4().hex

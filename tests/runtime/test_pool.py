@@ -259,7 +259,9 @@ def test_compiler_output_goes_to_the_result_not_to_stderr(pool):
     assert b.status == "build_error"
     first = b.error.splitlines()[0]
     assert first.startswith("build failed: ") and f"undefined_{tag}" in first and "error" in first
-    assert "<source>" in first                  # PoCL's temp file name, made stable
+    if pool.device.key_name == "pocl-cpu":
+        assert "<source>" in first              # PoCL's temp file name, made stable
+    assert not re.search(r"tempfile_\w+|/tmp/", first)
     assert f"undefined_{tag}" in b.build_log and b.build_log.count("\n") >= 1
     assert "source saved as" not in b.error + b.build_log
     time.sleep(0.5)                             # the stderr drain thread reads asynchronously
@@ -289,8 +291,9 @@ def test_out_of_bounds_write_crashes_then_pool_recovers(pool, rng):
     before = set(pool.worker_pids())
     r = pool.run(KernelJob(src, "oob", [OutBuf(64, np.int32)], (64,), label="oob"))
     assert r.status == "crash", r
-    assert r.signal == signal.SIGSEGV
-    assert "signal 11 (SIGSEGV)" in r.error.splitlines()[0]
+    if pool.device.kind == "cpu":       # the worker process dies; a GPU reports a device fault instead
+        assert r.signal == signal.SIGSEGV
+        assert "signal 11 (SIGSEGV)" in r.error.splitlines()[0]
     assert r.outputs == []
     assert_vadd_ok(pool, rng)
     assert_vadd_ok(pool, rng)

@@ -99,6 +99,10 @@ def add_parser(sub, name):
     add_store_option(p)
     p.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
                    help="parallel lanes (default: min(2, CPUs))")
+    p.add_argument("--campaigns", type=_positive_int, default=None, metavar="N",
+                   help="Hypothesis campaigns run at once, each in its own thread with its share of the lanes "
+                        "(default: one per lane; at most the lanes; 1: one campaign, each example's solutions "
+                        "dealt out to all lanes)")
     p.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
                    help="seconds before a build or run counts as hung (default 10)")
     p.add_argument("--compile-timeout", type=_positive_float, default=60.0, metavar="SECONDS",
@@ -156,7 +160,8 @@ def _run(args) -> int:
                     timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                     shrink_budget_s=args.shrink_budget, seeds_per_case=args.seeds,
                     max_findings=args.max_findings, verify=not args.no_verify, odd_solutions=not args.no_odd_configs,
-                    write_grace_s=args.write_grace, build=args.build, max_solutions=args.solutions or 0)
+                    write_grace_s=args.write_grace, build=args.build, max_solutions=args.solutions or 0,
+                    campaigns=args.campaigns or 0)
     try:
         return run_and_report(o, quiet=args.quiet, report_path=args.report, as_json=args.json)
     except codegen.FaultError as e:

@@ -101,13 +101,12 @@ class _KnownWay:
         self.seen = 0
         self.next_try = RESHRINK_FIRST
         self.reshrinks = 0
-        self.avoid_explained = False    # this campaign re-shrinks a failure no known bug explains: keep it so
 
     def explains(self, module) -> bool:
         """Could a bug already written for this way be behind a failure of ``module``? Yes when the module
         has every op some written bug's shrunk case needed (it may fail for that reason)."""
         have = Counter(_norm_ops(module))
-        return any(not (Counter(kops) - have) for kops, _ in self.keys)
+        return any(not (Counter(kops) - have) for kops, _ in tuple(self.keys))   # a copy: another campaign may add
 
     def same_bug(self, module) -> bool:
         """Is the shrunk case ``module`` a bug already written? Yes when it has the same ops as one's shrunk
@@ -115,13 +114,25 @@ class _KnownWay:
         a size). A case with an op more is another bug: better a second reproducer of one bug than a
         second bug hidden behind the first."""
         ops, sz = bug_key(module)
-        for kops, ksz in self.keys:
+        for kops, ksz in tuple(self.keys):
             if Counter(kops) != Counter(ops):
                 continue
             if ksz and sz and (ksz[0] != sz[0] or any(k and not h for k, h in zip(ksz[1:], sz[1:]))):
                 continue
             return True
         return False
+
+
+class _Campaign:
+    """What one Hypothesis campaign knows alone: the ways it is shrinking and their failing cases."""
+
+    def __init__(self, number: int):
+        self.number = number
+        self.pending: dict[str, Finding] = {}   # way -> latest (smallest) failing case
+        self.history: dict[str, list] = {}      # way -> failing cases in the order found (largest first)
+        self.shrink_t0: float | None = None
+        self.avoid_explained: set[str] = set()  # known ways re-shrunk from a failure no written bug explains:
+                                                # the shrink is kept away from cases a written bug explains
 
 
 UNCHECKED = "unchecked"  # a reproducer not run: no time left
@@ -161,14 +172,16 @@ class Fuzzer:
         self.stats = FuzzStats(coverage=Coverage())
         self.findings: list[Finding] = []
         self.known: dict[str, _KnownWay] = {}     # way -> the signatures written for it, its re-shrink backoff
-        self._pending: dict[str, Finding] = {}     # way -> latest (smallest) failing case this campaign
         self._odd_seen: set = set()                # (problem, odd perf config) pairs already counted
-        self._shrink_t0: float | None = None
         self._memo: dict = {}                      # (module text, solutions, seed) -> results
-        self._history: dict[str, list] = {}        # way -> failing cases in the order found (largest first)
         self._t0 = 0.0
         self._deadline = 0.0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()              # stats, memo, the ways being shrunk
+        self._write_lock = threading.RLock()       # one campaign writes its findings at a time
+        self._local = threading.local()            # .campaign: the _Campaign this thread runs
+        self._shrinking: dict[str, int] = {}       # way -> the campaign shrinking it
+        self._stop = threading.Event()             # every campaign ends (max_findings reached, a fatal error)
+        self._next_campaign = 0
         self.inject = (options.inject if options.inject is not None else inject_now()) or None
         if self.inject:
             codegen.parse_inject(self.inject)     # unknown names: FaultError now, not per case
@@ -181,6 +194,9 @@ class Fuzzer:
         self.device = runtime.resolve_device(options.device)
         self.jobs = options.jobs or max(1, min(2, os.cpu_count() or 1))
         self.max_solutions = options.max_solutions or 2 * self.jobs
+        # campaigns at once, each in its own thread with its share of the lanes
+        self.campaigns = max(1, min(self.jobs, options.campaigns or self.jobs))
+        self.lanes_per_campaign = self.jobs // self.campaigns
         self.store = Store(options.store)
         self.writer = self.store.repro_writer(options.repro_dir)
         self._lanes: queue.Queue = queue.Queue()
@@ -282,7 +298,8 @@ class Fuzzer:
             mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
         seeds = [seed + i for i in range(max(1, self.o.seeds_per_case))]
         # the solutions dealt out to the lanes (each lane builds its share as one program), results in their order
-        parts = [list(range(i, len(sols), self.jobs)) for i in range(min(self.jobs, len(sols)))]
+        n = self.lanes_per_campaign
+        parts = [list(range(i, len(sols), n)) for i in range(min(n, len(sols)))]
         if len(parts) == 1:
             done = [self._run_group(module, mlir_text, sols, seeds)]
         else:
@@ -316,6 +333,10 @@ class Fuzzer:
                            max_solutions=self.max_solutions, kind_weights=o.kind_weights, values=o.values,
                            long_reductions=o.long_reductions, odd_solutions=o.odd_solutions)
 
+    @property
+    def _camp(self) -> _Campaign:
+        return self._local.campaign
+
     def _test(self, campaign: int):
         o = self.o
         db = self.store.example_database(o.database, (sorted(o.kinds), tuple(o.dtypes), o.max_rank, o.max_dim, o.max_elements,
@@ -336,9 +357,10 @@ class Fuzzer:
         @hseed(base_seed * 7919 + campaign)
         @given(case=self._strategy())
         def fuzz_case(case):
-            if self.out_of_time():
+            if self.out_of_time() or self._stop.is_set():
                 raise BudgetExhausted()
-            if self._shrink_t0 is not None and time.monotonic() - self._shrink_t0 > o.shrink_s:
+            c = self._camp
+            if c.shrink_t0 is not None and time.monotonic() - c.shrink_t0 > o.shrink_s:
                 raise ShrinkBudgetExhausted()
             self._check(*case)
 
@@ -387,7 +409,8 @@ class Fuzzer:
         key = (ir.print_module(module), tuple(map(str, sols)), seed)
         memo = self._memo.get(key)
         if memo is not None:
-            self.stats.replayed += 1
+            with self._lock:
+                self.stats.replayed += 1
             self._verdict(module, problem, memo, seed, count=False)
             return
         try:
@@ -406,15 +429,16 @@ class Fuzzer:
             with self._lock:
                 self.stats.examples += 1
                 self.stats.failures["internal"] += 1
-            if way in self.known or (self._pending and way not in self._pending):
+            if way in self.known or self._elsewhere(way):
                 return
             f = Finding(way, "internal", module, ",".join(map(str, sols)), seed, None,
                         err + "\n" + traceback.format_exc(), first_found_s=self.elapsed())
             self._remember(way, f)
             raise _way_class(way)(way, f) from e
-        self._memo[key] = results
-        while len(self._memo) > 4096:
-            self._memo.pop(next(iter(self._memo)))
+        with self._lock:
+            self._memo[key] = results
+            while len(self._memo) > 4096:
+                self._memo.pop(next(iter(self._memo)))
         self._verdict(module, problem, results, seed, count=True)
 
     def _verdict(self, module, problem, results, seed, count: bool) -> None:
@@ -433,18 +457,20 @@ class Fuzzer:
             if res.ok:
                 continue
             way = _way(res, problem.key_kind)
-            if self._pending and way not in self._pending:
+            if self._elsewhere(way):
                 if count and way in self.known:
                     self.known[way].seen += 1
-                continue    # one way per campaign: this one waits for a later campaign (cheaper shrinks)
+                continue    # one way per campaign: this one waits for a later campaign (cheaper shrinks), or
+                            # another campaign is shrinking it now
             # the full hang limit, whatever was in force: the reproducer judges with the limits a user has
             rec = repro.FailureRecord.from_run(res, origin="fuzz", timeout_s=self.o.timeout_s,
                                                inject=self.inject or "", device_info=self.device)
             kw = self.known.get(way)
+            camp = self._camp
             if kw is not None:
                 explained = kw.explains(module)
-                if way in self._pending:
-                    if kw.avoid_explained and explained:
+                if way in camp.pending:
+                    if way in camp.avoid_explained and explained:
                         continue    # shrinking a failure no written bug explains: don't slip onto one
                 else:
                     if case_signature(rec) in kw.signatures:
@@ -455,7 +481,10 @@ class Fuzzer:
                         if kw.seen < kw.next_try:
                             continue    # maybe the known bug again: shrunk again only now and then
                         kw.seen = 0
-                    kw.avoid_explained = not explained
+                    if explained:
+                        camp.avoid_explained.discard(way)
+                    else:
+                        camp.avoid_explained.add(way)
                     kw.reshrinks += 1
                     with self._lock:
                         self.stats.reshrinks += 1
@@ -467,17 +496,29 @@ class Fuzzer:
         if first is not None:
             raise first
 
+    def _elsewhere(self, way: str) -> bool:
+        """Is a failure of ``way`` not for this campaign to shrink: it shrinks another way already (one way per
+        campaign), or another campaign shrinks this one?"""
+        c = self._camp
+        if c.pending:
+            return way not in c.pending
+        with self._lock:
+            return self._shrinking.get(way, c.number) != c.number
+
     def _remember(self, way: str, f: Finding) -> None:
-        prev = self._pending.get(way)
+        c = self._camp
+        prev = c.pending.get(way)
         if prev is not None:
             f.first_found_s = prev.first_found_s
-        self._pending[way] = f
-        hist = self._history.setdefault(way, [])
+        c.pending[way] = f
+        with self._lock:
+            self._shrinking[way] = c.number
+        hist = c.history.setdefault(way, [])
         key = (ir.print_module(f.module), f.solution, f.seed)
         if not hist or hist[-1][0] != key:
             hist.append((key, f))
-        if self._shrink_t0 is None:
-            self._shrink_t0 = time.monotonic()
+        if c.shrink_t0 is None:
+            c.shrink_t0 = time.monotonic()
         self.stats.phase = f"shrinking {f.kind}"
 
     # ---- writing ------------------------------------------------------------------
@@ -526,7 +567,7 @@ class Fuzzer:
         if not self.o.verify or f.record is None:
             return f
         self.stats.phase = f"checking the {f.kind} reproducer"
-        cands = [x for _, x in reversed(self._history.get(f.way, []))]
+        cands = [x for _, x in reversed(self._camp.history.get(f.way, []))]
         if not cands or cands[0] is not f:
             cands.insert(0, f)
         tries = cands[:1]
@@ -626,23 +667,88 @@ class Fuzzer:
         self.findings.append(f)
 
     def _flush(self, exc: BaseException | None, shrunk: bool) -> None:
-        """Write the findings of the campaign that just ended (from its exception or the pending ones)."""
-        done = set()
-        for e in _flatten(exc):
-            if isinstance(e, CaseFailed) and e.way not in done:
-                # the final replay re-raised the shrunk case; prefer what it carries
-                done.add(e.way)
-                self._write(e.found, shrunk)
-        for way, f in list(self._pending.items()):
-            if way not in done:
-                self._write(f, False)
-        self._pending.clear()
-        self._history.clear()
-        for kw in self.known.values():
-            kw.avoid_explained = False
-        self._shrink_t0 = None
+        """Write the findings of the campaign that just ended (from its exception or the pending ones); one
+        campaign at a time (the written bugs decide what is a repeat)."""
+        c = self._camp
+        with self._write_lock:
+            done = set()
+            for e in _flatten(exc):
+                if isinstance(e, CaseFailed) and e.way not in done:
+                    # the final replay re-raised the shrunk case; prefer what it carries
+                    done.add(e.way)
+                    self._write(e.found, shrunk)
+            for way, f in list(c.pending.items()):
+                if way not in done:
+                    self._write(f, False)
+        with self._lock:
+            for way in c.pending:
+                if self._shrinking.get(way) == c.number:
+                    del self._shrinking[way]
+        self._local.campaign = _Campaign(c.number)
 
     # ---- the loop --------------------------------------------------------------------
+    def _campaign_loop(self) -> None:
+        """Campaign after campaign, until the budget is spent or every campaign is to stop."""
+        while not self.out_of_time() and not self._stop.is_set():
+            with self._lock:
+                number = self._next_campaign
+                self._next_campaign += 1
+                self.stats.campaigns += 1
+            self._local.campaign = _Campaign(number)
+            self._tick("generating")
+            test = self._test(number)
+            try:
+                test()
+            except BudgetExhausted:
+                self._flush(None, False)
+                break
+            except ShrinkBudgetExhausted:
+                self._flush(None, False)
+            except KeyboardInterrupt:
+                self._flush(None, False)
+                raise
+            except EnvironmentStop as e:
+                raise e.error from None
+            except BaseException as e:   # noqa: BLE001 - CaseFailed or a group of them
+                env = next((x for x in _flatten(e) if isinstance(x, EnvironmentStop)), None)
+                if env is not None:
+                    raise env.error from None
+                if not any(isinstance(x, CaseFailed) for x in _flatten(e)):
+                    raise
+                self._flush(e, True)
+            if self.o.max_findings is not None and len(self.findings) >= self.o.max_findings:
+                self._stop.set()
+
+    def _run_threads(self) -> None:
+        """``campaigns`` campaign loops at once, one thread each (Hypothesis draws one example at a time, so
+        one campaign leaves the lanes idle while it draws, lowers and checks). The first error of any of them
+        (no device, a bug of ours) stops all of them and is raised here; so is Ctrl-C, once the cases in
+        flight have ended and the campaigns have written what they found."""
+        errors: list[BaseException] = []
+
+        def loop():
+            try:
+                self._campaign_loop()
+            except BaseException as e:   # noqa: BLE001 - handed to the main thread
+                errors.append(e)
+                self._stop.set()
+
+        threads = [threading.Thread(target=loop, name=f"fuzz-campaign-{i}", daemon=True)
+                   for i in range(self.campaigns)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except KeyboardInterrupt:
+            self._stop.set()
+            for t in threads:
+                t.join()
+            raise
+        if errors:
+            raise errors[0]
+
     def run(self) -> FuzzReport:
         with warnings.catch_warnings():
             # the oracle's casts of overflowing values (wide/extreme values) warn; the results are what count
@@ -662,33 +768,10 @@ class Fuzzer:
             ticker = threading.Thread(target=tick, daemon=True, name="fuzz-progress")
             ticker.start()
         try:
-            campaign = 0
-            while not self.out_of_time():
-                self.stats.campaigns += 1
-                self._tick("generating")
-                test = self._test(campaign)
-                try:
-                    test()
-                except BudgetExhausted:
-                    self._flush(None, False)
-                    break
-                except ShrinkBudgetExhausted:
-                    self._flush(None, False)
-                except KeyboardInterrupt:
-                    self._flush(None, False)
-                    raise
-                except EnvironmentStop as e:
-                    raise e.error from None
-                except BaseException as e:   # noqa: BLE001 - CaseFailed or a group of them
-                    env = next((x for x in _flatten(e) if isinstance(x, EnvironmentStop)), None)
-                    if env is not None:
-                        raise env.error from None
-                    if not any(isinstance(x, CaseFailed) for x in _flatten(e)):
-                        raise
-                    self._flush(e, True)
-                campaign += 1
-                if self.o.max_findings is not None and len(self.findings) >= self.o.max_findings:
-                    break
+            if self.campaigns == 1:
+                self._campaign_loop()
+            else:
+                self._run_threads()
         finally:
             stop.set()
             if ticker is not None:

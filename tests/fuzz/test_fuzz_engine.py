@@ -3,6 +3,8 @@ the same way (both wrong gemm results) are both reported, each with its own sign
 reported is shrunk again only now and then; every record carries the full hang limit."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from pytest_mlirtrace import codegen, engine
@@ -22,10 +24,11 @@ def _bugs(module, problem):
 
 @pytest.fixture
 def simulated(monkeypatch):
-    calls = {"n": 0, "timeouts": set()}
+    calls = {"n": 0, "timeouts": set(), "threads": set()}
 
     def run(self, module, *, solution=None, seed=None, mlir_text=None, **kw):
         calls["n"] += 1
+        calls["threads"].add(threading.current_thread().name)
         calls["timeouts"].add((self.timeout_s, self.build_timeout_s))
         low = self.lower_module(module, mlir_text)
         sol = engine.tuner.parse_solution(low.problem, solution) if isinstance(solution, str) else solution
@@ -43,8 +46,9 @@ def simulated(monkeypatch):
 
 
 @pytest.mark.slow   # 20-45 s: run by .ci/run's slow pass, kept out of the default ~10 min
-def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path):
-    o = FuzzOptions(budget_s=45, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
+@pytest.mark.parametrize("jobs", [1, 2])     # 2: two campaigns at once, a thread and a lane each
+def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path, jobs):
+    o = FuzzOptions(budget_s=45, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=jobs, kinds=("gemm",),
                     max_dim=8, verify=False, timeout_s=7.0, compile_timeout_s=33.0, shrink_budget_s=12,
                     long_reductions=False)
     # (without long reductions: a long K is its own shrink minimum -- K = a quarter of the element cap, the other
@@ -82,6 +86,22 @@ def test_a_known_way_is_shrunk_again_less_and_less_often(simulated, tmp_path, mo
     assert fz.stats.repeats == fz.stats.reshrinks or fz.stats.reshrinks - fz.stats.repeats <= 1
     if fz.stats.repeats:
         assert kw.next_try >= 2 ** fz.stats.repeats * 3
+
+
+def test_two_campaigns_at_once_each_on_its_own_thread_write_one_bug_once(simulated, tmp_path, monkeypatch):
+    """jobs=2: two Hypothesis campaigns run side by side, each drawing and checking its own cases; a bug both
+    meet is shrunk by one of them at a time and written once."""
+    monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs",
+                        lambda m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
+    o = FuzzOptions(budget_s=12, seed=2, repro_dir=str(tmp_path / "r"), database=None, jobs=2, kinds=("gemm",),
+                    max_dim=8, verify=False, shrink_budget_s=6, long_reductions=False)
+    fz = Fuzzer(o)
+    assert (fz.campaigns, fz.lanes_per_campaign) == (2, 1)
+    rep = fz.run()
+    assert {"fuzz-campaign-0", "fuzz-campaign-1"} <= simulated["threads"], simulated["threads"]
+    assert rep.stats.campaigns >= 2
+    assert len(rep.findings) == 1, [(f.module.ops(), f.error) for f in rep.findings]
+    assert codegen.problem_of(rep.findings[0].module).k == 5
 
 
 def test_a_parser_bug_is_found_through_the_text_round_trip(simulated, monkeypatch, tmp_path):
@@ -148,7 +168,8 @@ def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_ord
     shares = []
     monkeypatch.setattr(engine.Pipeline, "prebuild",
                         lambda self, module, sols, mlir_text=None: shares.append((id(self), [str(s) for s in sols])))
-    fz = Fuzzer(FuzzOptions(budget_s=60, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=2, verify=False))
+    fz = Fuzzer(FuzzOptions(budget_s=60, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=2, verify=False,
+                            campaigns=1))
     try:
         fz._t0 = time.monotonic()
         fz._deadline = fz._t0 + 60

@@ -9,17 +9,22 @@ The kernel (``MPerBlock x NPerBlock`` of C per work-group, one 32-wide warp per 
 of it, f32 accumulators in registers):
 
 * staging: every K step of ``KPerBlock``, the work-items bring A's ``MPerBlock x KPerBlock`` tile and B's
-  ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``
-  (rows padded by 8 elements), two buffers of each, so that one barrier a step is enough.  Each element is the operand's DAG (views, pointwise ops before the dot)
-  computed as in the FMA kernels and rounded to the operand type; a plain load of that type is copied
-  bit for bit, ``VectorWidth`` elements at a time where it is contiguous and aligned.  The next tile is
-  read from global memory into registers while the current one is multiplied, then stored into the other
-  buffer.
+  ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``,
+  two buffers of each, so that one barrier a step is enough.  Rows are not padded: their 16-byte chunks
+  are XOR-swizzled (:func:`tile_index`), so that the 8 rows a fragment load reads at one chunk fall in 8
+  different banks, and two buffers of a 128x256x32 block fit 48 KB.  Each element is
+  the operand's DAG (views, pointwise ops before the dot) computed as in the FMA kernels and rounded to the
+  operand type; a plain load of that type is copied bit for bit, ``VectorWidth`` elements at a time where
+  it is contiguous and aligned.  The next tile is read from global memory into registers while the current
+  one is multiplied, then stored into the other buffer -- except a plain load copied 8 elements (16 bytes)
+  at a time in the tile's own layout (A with k fastest, B with n fastest): that goes by ``cp.async``
+  straight into the other buffer, with no registers, and lands before the step's barrier.
 * mma: per 16-deep step, a warp reads its fragments -- MatrixCore=1: A as 32-bit words of ``As``, B from
   two 16-bit values of ``Bs``; MatrixCore=2: ``ldmatrix`` (``.trans`` for B) -- and issues one ``mma.sync``
   per 16x8 tile of C.
 * emulated (``DeviceLimits.mma == "emulated"``, for tests on any device): the two PTX functions are replaced
-  by the same exchanges through local memory; everything else is the text the GPU runs.
+  by the same exchanges through local memory (cp.async by a plain copy); everything else is the text the
+  GPU runs.
 * edges: rows and columns past M and N are clamped for loads and dropped at the store; the K tail is a
   zero-filled partial tile.
 * epilogue: the fused pointwise ops after the dot, on two adjacent columns at a time inside the output,
@@ -35,7 +40,18 @@ from .kernel import Ctx, emit_output, render
 from .problem import Analysis
 from .solution import MMA_DTYPES
 
-PAD = 8           # 16-bit elements added to each local-memory row (keeps rows 16-byte aligned, spreads banks)
+def tile_index(r: str, c: str, width: int) -> str:
+    """C expression: where element (``r``, ``c``) of a local tile ``width`` 16-bit values wide is kept.  Chunk
+    ``c / 8`` of row ``r`` is stored at chunk ``(c / 8) ^ ((r >> s) & mask)``: eight consecutive rows (what
+    ``ldmatrix`` reads at one chunk) then cover the eight 16-byte banks of a 128-byte line -- with 8 or
+    more chunks a row, row r's XOR is r % 8; with fewer (2**j chunks), rows share a line, and the XOR of
+    ``r >> (3 - j)`` moves each group of them."""
+    chunks = width // 8
+    if chunks <= 1:
+        return f"({r}) * {width} + ({c})"
+    shift, mask = (0, 7) if chunks >= 8 else ({2: 2, 4: 1}[chunks], chunks - 1)
+    row = f"({r})" if shift == 0 else f"(({r}) >> {shift})"
+    return f"({r}) * {width} + (((({c}) >> 3) ^ ({row} & {mask})) << 3) + (({c}) & 7)"
 
 
 #: ``DeviceLimits.mma`` value that asks for the emulated instruction (any OpenCL device; for tests)
@@ -70,6 +86,24 @@ def ldmatrix_functions(emulated: bool = False) -> str:
             '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((uint)(ulong)(base + off)) : "memory");\n'
             "}\n")
     return "".join(body)
+
+
+def async_copy_functions(emulated: bool = False) -> str:
+    """``cp_async16(dst, src, n)``: 16 bytes from global to local memory without passing through registers
+    (PTX ``cp.async.cg``, sm_80 and later), zeros where ``n`` is 0; ``cp_async_wait()``: this work-item's
+    copies have landed (a barrier then shows them to the work-group).  ``emulated``: a plain copy."""
+    if emulated:
+        return ("/* cp.async emulated: a plain copy */\n"
+                "inline void cp_async16(__local ushort *dst, __global const ushort *src, int n) {\n"
+                "  for (int i = 0; i < 8; ++i) dst[i] = n ? src[i] : (ushort)0;\n"
+                "}\n"
+                "inline void cp_async_wait(void) {}\n")
+    return (
+        "inline void cp_async16(__local ushort *dst, __global const ushort *src, int n) {\n"
+        '  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"\n'
+        '               :: "r"((uint)(ulong)dst), "l"((ulong)src), "r"(n) : "memory");\n'
+        "}\n"
+        'inline void cp_async_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }\n')
 
 
 def mma_function(dtype: str, emulated: bool = False, decode: str = "") -> str:
@@ -183,10 +217,14 @@ class _Stage:
         if not (self.plain and along % w == 0 and fast_ext % w == 0 and _aligned_contiguous(off, fast, w)):
             w = 1
         self.w = w
+        # 16-byte chunks laid out in the tile as in storage go by cp.async, straight into local memory
+        self.direct = w == 8 and self.k_fast == (tag == "A")
         self.chunks = self.rows * self.KB // w            # w-wide chunks in the tile
         self.per = -(-self.chunks // self.WG)              # chunks per work-item
 
     def regs(self) -> list[str]:
+        if self.direct:
+            return []
         t = "ushort" if self.w == 1 else f"ushort{self.w}"
         return [f"{t} s{self.tag}{e};" for e in range(self.per)]
 
@@ -201,13 +239,14 @@ class _Stage:
             coords = f"  const int rr = (c % {rows // w}) * {w}, kk = c / {rows // w};"
         return guard, f"  const int c = tid + {e * self.WG};", coords
 
-    def load(self, k0: str, kcut: str) -> list[str]:
-        """Read the tile starting at k = ``k0`` into the registers (zero past ``kcut``)."""
+    def load(self, k0: str, kcut: str, buf: str) -> list[str]:
+        """Read the tile starting at k = ``k0`` (zero past ``kcut``): into the registers, or, ``direct``, by
+        cp.async into local buffer ``buf`` (landed at the next ``cp_async_wait``)."""
         w = self.w
         L: list[str] = []
         for e in range(self.per):
             guard, index, coords = self._chunk(e)
-            L += ["{", index, coords]
+            L += ["{", index] + ([f"  if (c < {self.chunks}) {{"] if guard and self.direct else []) + [coords]
             if self.k_fast or w == 1:
                 L.append(f"  const int row = MINI({self.base} + rr, {self.ext - 1});")
             else:       # w rows from an aligned start: clamp the start (the extent is a multiple of w)
@@ -216,8 +255,13 @@ class _Stage:
                 L.append(f"  const int k = MINI({k0} + kk, {self.K - w});")
             else:
                 L.append(f"  const int k = MINI({k0} + kk, {self.K - 1});")
-            val = self._value(L)
             inside = f"{k0} + kk < {kcut}"
+            if self.direct:
+                L.append(f"  cp_async16(&{self._dst(buf, 'rr', 'kk')}, {self._pointer()}, ({inside}) ? 16 : 0);")
+                L += ["  }"] if guard else []
+                L.append("}")
+                continue
+            val = self._value(L)
             zero = "(ushort)0" if w == 1 else f"(ushort{w})(0)"
             if guard:
                 L.append(f"  s{self.tag}{e} = (c < {self.chunks} && {inside}) ? {val} : {zero};")
@@ -226,27 +270,36 @@ class _Stage:
             L.append("}")
         return L
 
+    def _names(self):
+        return {self.rvar: E.var(self.rname, self.ext), "k": E.var("kx", self.K)}, \
+            {self.rname: "row", "kx": "k", "gb": "gb"}
+
+    def _pointer(self) -> str:
+        """C pointer to this work-item's chunk of a plain load."""
+        ptr = self.ctx.pnames[self.ctx.dag.nodes[self.root].param]
+        return f"{ptr} + ({render(self.op.plan[self.root][0], *self._names())})"
+
     def _value(self, L: list[str]) -> str:
         """C expression of this work-item's chunk as 16-bit bits (``ushort`` or ``ushortN``)."""
         ctx, op = self.ctx, self.op
-        mvar, kvar = E.var(self.rname, self.ext), E.var("kx", self.K)
-        names = {self.rname: "row", "kx": "k", "gb": "gb"}
+        subst, names = self._names()
         if self.plain:
-            ptr = ctx.pnames[ctx.dag.nodes[self.root].param]
-            c_off = render(op.plan[self.root][0], {self.rvar: mvar, "k": kvar}, names)
             if self.w == 1:
-                return f"{ptr}[{c_off}]"
-            return f"*(__global const ushort{self.w} *)({ptr} + ({c_off}))"
+                ptr = ctx.pnames[ctx.dag.nodes[self.root].param]
+                return f"{ptr}[{render(op.plan[self.root][0], subst, names)}]"
+            return f"*(__global const ushort{self.w} *)({self._pointer()})"
         sub: list[str] = []
-        v = _scalar_operand(ctx, op, lambda li: render(op.plan[li][0], {self.rvar: mvar, "k": kvar}, names),
+        v = _scalar_operand(ctx, op, lambda li: render(op.plan[li][0], subst, names),
                             "float", f"s{self.tag}_", sub)
         L += ["  " + x for x in sub]
         return store_value(ctx.helpers, self.dtype, v)
 
     def store(self, buf: str) -> list[str]:
-        """Registers -> local tile buffer ``buf`` (As[buf][m][k] or Bs[buf][k][n])."""
+        """Registers -> local tile buffer ``buf`` (A's (m, k) or B's (k, n)); nothing when ``direct``."""
         w = self.w
         L: list[str] = []
+        if self.direct:
+            return L
         for e in range(self.per):
             guard, index, coords = self._chunk(e)
             L += ["{", index] + ([f"  if (c < {self.chunks}) {{"] if guard else []) + [coords]
@@ -266,7 +319,9 @@ class _Stage:
         return L
 
     def _dst(self, buf: str, r: str, k: str) -> str:
-        return f"As[{buf}][{r}][{k}]" if self.tag == "A" else f"Bs[{buf}][{k}][{r}]"
+        if self.tag == "A":
+            return f"As[{buf}][{tile_index(r, k, self.KB)}]"
+        return f"Bs[{buf}][{tile_index(k, r, self.rows)}]"
 
 
 def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
@@ -285,8 +340,8 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     kcut = f"{K - 1}" if "k_tail_off_by_one" in faults else f"{K}"
     L: list[str] = []
     # two buffers of each tile: the next K step is stored into one while the other is multiplied
-    L.append(f"__local ushort As[2][{MB}][{KB + PAD}] __attribute__((aligned(16)));")
-    L.append(f"__local ushort Bs[2][{KB}][{NB + PAD}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort As[2][{MB * KB}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort Bs[2][{KB * NB}] __attribute__((aligned(16)));")
     if emulated:
         L.append(f"__local float emu[{WG // 32 * EMU_FLOATS}];")
         if ldsm:
@@ -301,9 +356,12 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     L.append("  #pragma unroll")
     L.append(f"  for (int j = 0; j < {TJ}; ++j) {{ acc[i][j][0] = 0.f; acc[i][j][1] = 0.f; "
              "acc[i][j][2] = 0.f; acc[i][j][3] = 0.f; }")
+    direct = A.direct or B.direct
     L += A.regs() + B.regs()
-    L += A.load("0", kcut) + B.load("0", kcut)
+    L += A.load("0", kcut, "0") + B.load("0", kcut, "0")
     L += A.store("0") + B.store("0")
+    if direct:
+        L.append("cp_async_wait();")
     L.append("barrier(CLK_LOCAL_MEM_FENCE);")
     if "infinite_loop" in faults:      # [fault hook] infinite_loop: the K loop ends on != past an odd K
         L.append(f"for (uint k0u = 0, cur = 0; k0u != {(K + 1) & ~1}u; k0u += {KB}u, cur ^= 1) {{")
@@ -311,8 +369,8 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     else:
         L.append(f"for (int k0 = 0, cur = 0; k0 < {K}; k0 += {KB}, cur ^= 1) {{")
     L.append(f"  const int more = k0 + {KB} < {K};")
-    L.append("  if (more) {")
-    L += ["    " + x for x in A.load(f"(k0 + {KB})", kcut) + B.load(f"(k0 + {KB})", kcut)]
+    L.append("  if (more) {")     # the other buffer was last read before the barrier that ended the step before
+    L += ["    " + x for x in A.load(f"(k0 + {KB})", kcut, "cur ^ 1") + B.load(f"(k0 + {KB})", kcut, "cur ^ 1")]
     L.append("  }")
     L.append(f"  #pragma unroll {sol.Unroll}")
     L.append(f"  for (int kk = 0; kk < {KB}; kk += 16) {{")
@@ -322,13 +380,11 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     if ldsm:        # matrix q = lane / 8: rows +8 for q odd, columns +8 for q >= 2 (a0..a3)
         L.append(f"      const int r = wm * {WM} + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, "
                  "c = kk + (lane >> 4) * 8;")
-        L.append(f"      ldsm_x4(a[i], &As[cur][0][0], r * {KB + PAD} + c{extra_ld});")
+        L.append(f"      ldsm_x4(a[i], &As[cur][0], {tile_index('r', 'c', KB)}{extra_ld});")
     else:
         L.append(f"      const int r = wm * {WM} + i * 16 + g, c = kk + t * 2;")
-        L.append("      a[i][0] = *(__local const uint *)&As[cur][r][c]; "
-                 "a[i][1] = *(__local const uint *)&As[cur][r + 8][c];")
-        L.append("      a[i][2] = *(__local const uint *)&As[cur][r][c + 8]; "
-                 "a[i][3] = *(__local const uint *)&As[cur][r + 8][c + 8];")
+        for q, (dr, dc) in enumerate(((0, 0), (8, 0), (0, 8), (8, 8))):
+            L.append(f"      a[i][{q}] = *(__local const uint *)&As[cur][{tile_index(f'r + {dr}', f'c + {dc}', KB)}];")
     L.append("    }")
     L.append("    #pragma unroll")
     if ldsm:        # two 16x8 B tiles per ldmatrix: matrix q = lane / 8 is k +8 for q odd, tile j+1 for q >= 2
@@ -336,13 +392,14 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
         L.append("      const int k = kk + (lane & 7) + ((lane >> 3) & 1) * 8, "
                  f"n = wn * {WN} + (j + (lane >> 4)) * 8;")
         L.append("      uint q[4];")
-        L.append(f"      ldsm_x4_trans(q, &Bs[cur][0][0], k * {NB + PAD} + n{extra_ld});")
+        L.append(f"      ldsm_x4_trans(q, &Bs[cur][0], {tile_index('k', 'n', NB)}{extra_ld});")
         L.append("      b[j][0] = q[0]; b[j][1] = q[1]; b[j + 1][0] = q[2]; b[j + 1][1] = q[3];")
     else:
         L.append(f"    for (int j = 0; j < {TJ}; ++j) {{")
         L.append(f"      const int n = wn * {WN} + j * 8 + g, k = kk + t * 2;")
-        L.append("      b[j][0] = (uint)Bs[cur][k][n] | ((uint)Bs[cur][k + 1][n] << 16);")
-        L.append("      b[j][1] = (uint)Bs[cur][k + 8][n] | ((uint)Bs[cur][k + 9][n] << 16);")
+        for q, (lo, hi) in enumerate((("k", "k + 1"), ("k + 8", "k + 9"))):
+            L.append(f"      b[j][{q}] = (uint)Bs[cur][{tile_index(lo, 'n', NB)}] | "
+                     f"((uint)Bs[cur][{tile_index(hi, 'n', NB)}] << 16);")
     L.append("    }")
     L.append("    #pragma unroll")
     L.append(f"    for (int i = 0; i < {TI}; ++i)")
@@ -351,9 +408,12 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     L.append("        mma_m16n8k16(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1]"
              f"{extra});")
     L.append("  }")
-    L.append("  if (more) {")
-    L += ["    " + x for x in A.store("cur ^ 1") + B.store("cur ^ 1")]
-    L.append("  }")
+    if not (A.direct and B.direct):
+        L.append("  if (more) {")
+        L += ["    " + x for x in A.store("cur ^ 1") + B.store("cur ^ 1")]
+        L.append("  }")
+    if direct:
+        L.append("  cp_async_wait();")
     if "missing_barrier" not in faults:
         L.append("  barrier(CLK_LOCAL_MEM_FENCE);")
     L.append("}")
@@ -362,7 +422,8 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     gx = -(-N // NB) * WG
     gy = -(-M // MB)
     decode = ctx.helpers.need("h2f" if p.dtype == "f16" else "bf2f") if emulated else ""
-    prelude = mma_function(p.dtype, emulated, decode) + (ldmatrix_functions(emulated) if ldsm else "")
+    prelude = mma_function(p.dtype, emulated, decode) + (ldmatrix_functions(emulated) if ldsm else "") + \
+        (async_copy_functions(emulated) if direct else "")
     return L, (gx, gy, p.g), (WG, 1, 1), attrs, prelude
 
 
@@ -413,4 +474,4 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     return L
 
 
-__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "EMULATED"]
+__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "async_copy_functions", "EMULATED"]

@@ -17,7 +17,7 @@ import pytest
 from . import cg_ocl as ocl
 from .cg_modules import gemm, seed
 from pytest_mlirtrace.codegen import lower, problem_of
-from pytest_mlirtrace.codegen.mma import EMULATED
+from pytest_mlirtrace.codegen.mma import EMULATED, tile_index
 
 pytestmark = pytest.mark.usefixtures("cl_pool")
 CONV = Path(__file__).resolve().parents[1] / "data" / "conv"
@@ -63,11 +63,38 @@ def test_tensor_core_kernels_match_the_oracle(name, make, solutions):
 def test_staging_reads_whole_vectors_only_where_they_are_contiguous_and_aligned():
     sol = "64,64,32,32,16,8,1,2,1"
     # the seed's A (k/64, k%64 index map) and its B (row-major) are both read 8 halves at a time
+    # (through registers, or by cp.async where the chunk is laid out in the tile as in storage)
     src = lower(seed("f16", heads=3, m=40, hd=16, n=48), sol, mma_limits()).source
-    assert src.count("*(__global const ushort8 *)") == 4       # 2 chunks each of A and B per work-item
-    # k = 50 is no multiple of 8: A's rows are not aligned, element by element; B (n = 48) still is
+    assert src.count("*(__global const ushort8 *)") + src.count("cp_async16(&") == 4   # 2 chunks each of A, B
+    # k = 50 is no multiple of 8: A's rows are not aligned, element by element; B (n = 48) still is, by cp.async
     src = lower(gemm(37, 48, 50, "f16"), sol, mma_limits()).source
-    assert "ushort8 sA" not in src and "ushort8 sB" in src
+    assert "ushort8 sA" not in src and "ushort sA0" in src and src.count("cp_async16(&Bs") == 2
+    assert "ushort8 sB" not in src
+
+
+@pytest.mark.parametrize("width", [8, 16, 32, 64, 128, 256])
+def test_swizzled_tiles_keep_every_element_once_and_spread_ldmatrix_rows_over_the_banks(width):
+    """A tile row's 16-byte chunks are XOR-swizzled: every element has its own place, 8 elements of a chunk
+    stay together, and the 8 rows ldmatrix reads at one chunk fall in the 8 banks of 16 bytes."""
+    def at(r, c):       # the generated C index expression is also a Python expression of ints
+        return eval(tile_index(str(r), str(c), width))
+    rows = 32
+    assert sorted(at(r, c) for r in range(rows) for c in range(width)) == list(range(rows * width))
+    assert all(at(r, c + 1) == at(r, c) + 1 for r in range(rows) for c in range(width) if c % 8 != 7)
+    for r0 in range(0, rows, 8):
+        for c in range(0, width, 8):
+            assert len({at(r0 + i, c) * 2 // 16 % 8 for i in range(8)}) == 8, (r0, c)
+
+
+def test_plain_row_major_operands_go_by_cp_async_and_match_numpy():
+    """A (k fastest) and B (n fastest) loaded as they are: 16-byte cp.async copies straight into the local
+    tiles, no staging registers; M, N and K tails (K's by zero-fill) against the oracle."""
+    m = gemm(72, 80, 88, "f16")
+    spec = lower(m, "64,64,32,32,16,8,1,2,2", mma_limits())
+    src = spec.source
+    assert src.count("cp_async16(&As") == 2 and src.count("cp_async16(&Bs") == 2
+    assert "ushort8 sA" not in src and "ushort8 sB" not in src and "cp_async_wait();" in src
+    assert ocl.check(m, spec, seed=5) is None
 
 
 @pytest.mark.parametrize("fault,make", [
@@ -87,7 +114,7 @@ def test_a_grouped_1x1_conv_copies_its_input_as_is_and_the_planted_group_fault_r
     from ..ir.test_ir_conv import conv_module
     m, _ = conv_module([1, 32, 6, 6], [32, 16, 1, 1], "f16", group=2, padding=[0, 0, 0, 0])
     spec = lower(m, "32,32,16,16,16,8,1,1,2", mma_limits())
-    assert "*(__global const ushort8 *)" in spec.source
+    assert "*(__global const ushort8 *)" in spec.source or "cp_async16(&" in spec.source
     assert ocl.check(m, spec, seed=3) is None
     bad = lower(m, "32,32,16,16,16,8,1,1,2", mma_limits(), inject="conv_group_stride")
     assert bad.faults == ("conv_group_stride",)

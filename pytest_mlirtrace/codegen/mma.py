@@ -10,9 +10,7 @@ of it, f32 accumulators in registers):
 
 * staging: every K step of ``KPerBlock``, the work-items bring A's ``MPerBlock x KPerBlock`` tile and B's
   ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``,
-  two buffers of each, so that one barrier a step is enough.  Rows are not padded: their 16-byte chunks
-  are XOR-swizzled (:func:`tile_index`), so that the 8 rows a fragment load reads at one chunk fall in 8
-  different banks, and two buffers of a 128x256x32 block fit 48 KB.  Each element is
+  two buffers of each, so that one barrier a step is enough; rows padded by 8 elements (:func:`tile_index`).  Each element is
   the operand's DAG (views, pointwise ops before the dot) computed as in the FMA kernels and rounded to the
   operand type; a plain load of that type is copied bit for bit, ``VectorWidth`` elements at a time where
   it is contiguous and aligned.  The next tile is read from global memory into registers while the current
@@ -40,18 +38,15 @@ from .kernel import Ctx, emit_output, render
 from .problem import Analysis
 from .solution import MMA_DTYPES
 
+PAD = 8           # 16-bit elements added to each local-memory row (keeps rows 16-byte aligned, spreads banks)
+
+
 def tile_index(r: str, c: str, width: int) -> str:
-    """C expression: where element (``r``, ``c``) of a local tile ``width`` 16-bit values wide is kept.  Chunk
-    ``c / 8`` of row ``r`` is stored at chunk ``(c / 8) ^ ((r >> s) & mask)``: eight consecutive rows (what
-    ``ldmatrix`` reads at one chunk) then cover the eight 16-byte banks of a 128-byte line -- with 8 or
-    more chunks a row, row r's XOR is r % 8; with fewer (2**j chunks), rows share a line, and the XOR of
-    ``r >> (3 - j)`` moves each group of them."""
-    chunks = width // 8
-    if chunks <= 1:
-        return f"({r}) * {width} + ({c})"
-    shift, mask = (0, 7) if chunks >= 8 else ({2: 2, 4: 1}[chunks], chunks - 1)
-    row = f"({r})" if shift == 0 else f"(({r}) >> {shift})"
-    return f"({r}) * {width} + (((({c}) >> 3) ^ ({row} & {mask})) << 3) + (({c}) & 7)"
+    """C expression: where element (``r``, ``c``) of a local tile ``width`` 16-bit values wide is kept.  Rows
+    are padded by 8 elements (16 bytes): a row is then an odd number of 16-byte chunks long, so the 8 rows
+    ``ldmatrix`` reads at one chunk fall in the 8 different 16-byte banks of a 128-byte line.  (XOR-swizzled
+    chunks in unpadded rows, the other usual layout, ran 10% slower on the H200: BENCHMARKS.md.)"""
+    return f"({r}) * {width + PAD} + ({c})"
 
 
 #: ``DeviceLimits.mma`` value that asks for the emulated instruction (any OpenCL device; for tests)
@@ -340,8 +335,8 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     kcut = f"{K - 1}" if "k_tail_off_by_one" in faults else f"{K}"
     L: list[str] = []
     # two buffers of each tile: the next K step is stored into one while the other is multiplied
-    L.append(f"__local ushort As[2][{MB * KB}] __attribute__((aligned(16)));")
-    L.append(f"__local ushort Bs[2][{KB * NB}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort As[2][{MB * (KB + PAD)}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort Bs[2][{KB * (NB + PAD)}] __attribute__((aligned(16)));")
     if emulated:
         L.append(f"__local float emu[{WG // 32 * EMU_FLOATS}];")
         if ldsm:

@@ -275,8 +275,8 @@ class Solution:
 
     def local_bytes(self) -> int:
         f = self.fields
-        if self.matrix_core:      # codegen/mma.py: two 16-bit tiles of A (MPerBlock x KPerBlock) and of B (KPerBlock x NPerBlock)
-            return 4 * f["KPerBlock"] * (f["MPerBlock"] + f["NPerBlock"])
+        if self.matrix_core:      # codegen/mma.py: two of A as [MPerBlock][KPerBlock + 8], of B as [KPerBlock][NPerBlock + 8]
+            return 4 * (f["MPerBlock"] * (f["KPerBlock"] + 8) + f["KPerBlock"] * (f["NPerBlock"] + 8))
         if self.kind == "gemm":
             if not f["LocalTiles"]:
                 return 0

@@ -180,6 +180,7 @@ class Fuzzer:
         self._write_lock = threading.RLock()       # one campaign writes its findings at a time
         self._local = threading.local()            # .campaign: the _Campaign this thread runs
         self._shrinking: dict[str, int] = {}       # way -> the campaign shrinking it
+        self._shrunk = threading.Condition(self._lock)   # notified when a campaign's shrinks end
         self._stop = threading.Event()             # every campaign ends (max_findings reached, a fatal error)
         self._next_campaign = 0
         self.inject = (options.inject if options.inject is not None else inject_now()) or None
@@ -298,7 +299,9 @@ class Fuzzer:
             mlir_text = mlir.emit_mlir(module, arch=self.device.key_name, num_cu=self.device.compute_units)
         seeds = [seed + i for i in range(max(1, self.o.seeds_per_case))]
         # the solutions dealt out to the lanes (each lane builds its share as one program), results in their order
-        n = self.lanes_per_campaign
+        # a campaign shrinking has every lane (the others wait: _wait_for_shrinks); else its share
+        c = getattr(self._local, "campaign", None)
+        n = self.jobs if c is None or c.pending else self.lanes_per_campaign
         parts = [list(range(i, len(sols), n)) for i in range(min(n, len(sols)))]
         if len(parts) == 1:
             done = [self._run_group(module, mlir_text, sols, seeds)]
@@ -360,6 +363,8 @@ class Fuzzer:
             if self.out_of_time() or self._stop.is_set():
                 raise BudgetExhausted()
             c = self._camp
+            if not c.pending:
+                self._wait_for_shrinks(c)
             if c.shrink_t0 is not None and time.monotonic() - c.shrink_t0 > o.shrink_s:
                 raise ShrinkBudgetExhausted()
             self._check(*case)
@@ -495,6 +500,15 @@ class Fuzzer:
         self._tick()
         if first is not None:
             raise first
+
+    def _wait_for_shrinks(self, c: _Campaign) -> None:
+        """A campaign that is not shrinking waits while another is: a shrink is a chain of cases, one after
+        the other, and gets every lane (as with one campaign); the search goes on once it ends."""
+        with self._shrunk:
+            while any(n != c.number for n in self._shrinking.values()):
+                if self.out_of_time() or self._stop.is_set():
+                    raise BudgetExhausted()
+                self._shrunk.wait(0.2)
 
     def _elsewhere(self, way: str) -> bool:
         """Is a failure of ``way`` not for this campaign to shrink: it shrinks another way already (one way per
@@ -680,10 +694,11 @@ class Fuzzer:
             for way, f in list(c.pending.items()):
                 if way not in done:
                     self._write(f, False)
-        with self._lock:
+        with self._shrunk:
             for way in c.pending:
                 if self._shrinking.get(way) == c.number:
                     del self._shrinking[way]
+            self._shrunk.notify_all()
         self._local.campaign = _Campaign(c.number)
 
     # ---- the loop --------------------------------------------------------------------

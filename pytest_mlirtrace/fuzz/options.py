@@ -32,8 +32,9 @@ class FuzzOptions:
     database: str | None = DEFAULT_DATABASE
     store: object | None = None      # a store.StoreSpec; redis: examples, reproducers shared with a fleet
     jobs: int = 0                    # lanes; 0: min(2, cpu count)
-    campaigns: int = 0               # Hypothesis campaigns at once, a thread each with jobs // campaigns lanes;
-                                     # 0: one per lane (at most jobs)
+    campaigns: int = 0               # Hypothesis campaigns at once, a thread each with jobs // campaigns lanes
+                                     # (while one shrinks, the others wait and it has every lane); 0: one per
+                                     # lane (at most jobs)
     max_solutions: int = 0           # solutions per example (--solutions); 0: 2 * jobs. Each lane builds its
                                      # share as one program; more per example ran more cases a second but
                                      # found the planted faults later (BENCHMARKS.md)

@@ -101,8 +101,8 @@ def add_parser(sub, name):
                    help="parallel lanes (default: min(2, CPUs))")
     p.add_argument("--campaigns", type=_positive_int, default=None, metavar="N",
                    help="Hypothesis campaigns run at once, each in its own thread with its share of the lanes "
-                        "(default: one per lane; at most the lanes; 1: one campaign, each example's solutions "
-                        "dealt out to all lanes)")
+                        "(default: one per lane with --build fast, else 1; at most the lanes; 1: one campaign, each "
+                        "example's solutions dealt out to all lanes)")
     p.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
                    help="seconds before a build or run counts as hung (default 10)")
     p.add_argument("--compile-timeout", type=_positive_float, default=60.0, metavar="SECONDS",

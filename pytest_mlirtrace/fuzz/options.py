@@ -34,7 +34,7 @@ class FuzzOptions:
     jobs: int = 0                    # lanes; 0: min(2, cpu count)
     campaigns: int = 0               # Hypothesis campaigns at once, a thread each with jobs // campaigns lanes
                                      # (while one shrinks, the others wait and it has every lane); 0: one per
-                                     # lane (at most jobs)
+                                     # lane with build "fast", 1 with "full"
     max_solutions: int = 0           # solutions per example (--solutions); 0: 2 * jobs. Each lane builds its
                                      # share as one program; more per example ran more cases a second but
                                      # found the planted faults later (BENCHMARKS.md)

@@ -439,6 +439,11 @@ class WorkerPool:
             groups.append(group)
         queues = [deque(groups[i::n]) for i in range(n)]
 
+        def settle(key: str, res: JobResult) -> None:
+            if res.status in ("ok", "build_error"):     # a crash or hang is no verdict on the kernel: not kept
+                self._remember_build(key, res)
+            futures[key].set_result(res)
+
         def build_group(slot: _Slot, group: list[str], queue: deque) -> None:
             jobs = [first[k] for k in group]
             t0 = time.monotonic()
@@ -461,11 +466,9 @@ class WorkerPool:
             for k, j, one in zip(group, jobs, r["results"]):
                 one["worker_pid"] = r.get("worker_pid")
                 res = self._result(one, j, wall)
-                if res.status in ("ok", "build_error"):
-                    self._remember_build(k, res)
-                    if res.status == "ok":
-                        self._note_where(k, slot, r["worker_serial"])
-                futures[k].set_result(res)
+                if res.status == "ok":
+                    self._note_where(k, slot, r["worker_serial"])
+                settle(k, res)
 
         def drain(slot: _Slot, queue: deque):
             group: list[str] = []
@@ -488,10 +491,7 @@ class WorkerPool:
                         r = self._request(slot, {"op": "build", "key": key, "source": job.source,
                                                  "options": job.build_options, "kernel": job.kernel_name},
                                           timeout, job.describe())
-                    res = self._result(r, job, time.monotonic() - t0)
-                    if res.status in ("ok", "build_error"):
-                        self._remember_build(key, res)
-                    futures[key].set_result(res)
+                    settle(key, self._result(r, job, time.monotonic() - t0))
                     group = []
             except BaseException as e:  # noqa: BLE001 - the environment failed (or a bug): every waiter hears
                 with qlock:

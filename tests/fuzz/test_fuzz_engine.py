@@ -48,7 +48,8 @@ def simulated(monkeypatch):
 @pytest.mark.slow   # 20-45 s: run by .ci/run's slow pass, kept out of the default ~10 min
 @pytest.mark.parametrize("jobs", [1, 2])     # 2: two campaigns at once, a thread and a lane each
 def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path, jobs):
-    o = FuzzOptions(budget_s=45, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=jobs, kinds=("gemm",),
+    o = FuzzOptions(budget_s=45, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=jobs, campaigns=jobs,
+                    kinds=("gemm",),
                     max_dim=8, verify=False, timeout_s=7.0, compile_timeout_s=33.0, shrink_budget_s=12,
                     long_reductions=False)
     # (without long reductions: a long K is its own shrink minimum -- K = a quarter of the element cap, the other
@@ -89,11 +90,12 @@ def test_a_known_way_is_shrunk_again_less_and_less_often(simulated, tmp_path, mo
 
 
 def test_two_campaigns_at_once_each_on_its_own_thread_write_one_bug_once(simulated, tmp_path, monkeypatch):
-    """jobs=2: two Hypothesis campaigns run side by side, each drawing and checking its own cases; a bug both
+    """Two Hypothesis campaigns run side by side, each drawing and checking its own cases; a bug both
     meet is shrunk by one of them at a time and written once."""
     monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs",
                         lambda m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
-    o = FuzzOptions(budget_s=12, seed=2, repro_dir=str(tmp_path / "r"), database=None, jobs=2, kinds=("gemm",),
+    o = FuzzOptions(budget_s=12, seed=2, repro_dir=str(tmp_path / "r"), database=None, jobs=2, campaigns=2,
+                    kinds=("gemm",),
                     max_dim=8, verify=False, shrink_budget_s=6, long_reductions=False)
     fz = Fuzzer(o)
     assert (fz.campaigns, fz.lanes_per_campaign) == (2, 1)
@@ -181,3 +183,14 @@ def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_ord
     assert [str(s) for s, _ in out] == [s for s in sols for _ in range(2)]
     assert [r.seed for _, r in out] == [7, 8] * 3
     assert [sh for _, sh in shares] == [[sols[0], sols[2]]]      # the lane with one solution builds it as it runs
+
+
+@pytest.mark.parametrize("build,jobs,asked,want", [("fast", 2, 0, 2), ("full", 2, 0, 1), ("full", 2, 2, 2),
+                                                   ("fast", 1, 0, 1), ("fast", 2, 5, 2)])
+def test_campaigns_default_to_one_per_lane_with_fast_builds_only(tmp_path, build, jobs, asked, want):
+    fz = Fuzzer(FuzzOptions(budget_s=1, repro_dir=str(tmp_path / "r"), database=None, jobs=jobs, build=build,
+                            campaigns=asked))
+    try:
+        assert (fz.campaigns, fz.lanes_per_campaign) == (want, jobs // want)
+    finally:
+        fz.close()

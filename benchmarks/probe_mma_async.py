@@ -29,6 +29,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import torch_ms  # noqa: E402
 
 PTX = r"""
 inline void cp16(__local ushort *dst, __global const ushort *src) {
@@ -311,15 +314,7 @@ def main() -> int:
             import torch
             ta, tb = torch.randn(args.size, args.size, dtype=torch.float16, device="cuda"), \
                 torch.randn(args.size, args.size, dtype=torch.float16, device="cuda")
-            ts = []
-            for _ in range(args.repeats + 2):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                torch.matmul(ta, tb)
-                e1.record()
-                torch.cuda.synchronize()
-                ts.append(e0.elapsed_time(e1))
-            tm = statistics.median(ts[2:])
+            tm = torch_ms(lambda: torch.matmul(ta, tb), repeats=args.repeats)
             print(f"torch.matmul f16 {args.size}^3: {tm:.3f} ms = {2 * args.size ** 3 / tm / 1e9:.1f} TFLOP/s")
             for t, v in sorted(results):
                 print(f"   {v}: {t:.3f} ms, {tm / t * 100:.0f}% of torch")

@@ -10,17 +10,17 @@ of it, f32 accumulators in registers):
 
 * staging: every K step of ``KPerBlock``, the work-items bring A's ``MPerBlock x KPerBlock`` tile and B's
   ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``,
-  two buffers of each, so that one barrier a step is enough; rows padded by 8 elements (:func:`tile_index`).  Each element is
-  the operand's DAG (views, pointwise ops before the dot) computed as in the FMA kernels and rounded to the
-  operand type; a plain load of that type is copied bit for bit, ``VectorWidth`` elements at a time where
-  it is contiguous and aligned.  The next tile is read from global memory into registers while the current
+  two buffers of each, so that one barrier a step is enough; rows padded by 8 elements (:func:`tile_index`).
+  Each element is the operand's DAG (views, pointwise ops before the dot) computed as in the FMA kernels
+  and rounded to the operand type; a plain load of that type is copied bit for bit, ``VectorWidth``
+  elements at a time where it is contiguous and aligned.  The next tile is read from global memory into registers while the current
   one is multiplied, then stored into the other buffer -- except a plain load copied 8 elements (16 bytes)
   at a time in the tile's own layout (A with k fastest, B with n fastest): that goes by ``cp.async``
   straight into the other buffer, with no registers, and lands before the step's barrier.
 * mma: per 16-deep step, a warp reads its fragments -- MatrixCore=1: A as 32-bit words of ``As``, B from
   two 16-bit values of ``Bs``; MatrixCore=2: ``ldmatrix`` (``.trans`` for B) -- and issues one ``mma.sync``
   per 16x8 tile of C.
-* emulated (``DeviceLimits.mma == "emulated"``, for tests on any device): the two PTX functions are replaced
+* emulated (``DeviceLimits.mma == "emulated"``, for tests on any device): the PTX functions are replaced
   by the same exchanges through local memory (cp.async by a plain copy); everything else is the text the
   GPU runs.
 * edges: rows and columns past M and N are clamped for loads and dropped at the store; the K tail is a
@@ -45,7 +45,7 @@ def tile_index(r: str, c: str, width: int) -> str:
     """C expression: where element (``r``, ``c``) of a local tile ``width`` 16-bit values wide is kept.  Rows
     are padded by 8 elements (16 bytes): a row is then an odd number of 16-byte chunks long, so the 8 rows
     ``ldmatrix`` reads at one chunk fall in the 8 different 16-byte banks of a 128-byte line.  (XOR-swizzled
-    chunks in unpadded rows, the other usual layout, ran 10% slower on the H200: BENCHMARKS.md.)"""
+    chunks in unpadded rows, the other usual layout, ran 7-11% slower on the H200: BENCHMARKS.md.)"""
     return f"({r}) * {width + PAD} + ({c})"
 
 

@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 from _common import env_report, numpy_ms, torch_ms  # noqa: E402
 from bench_conv import _load, close, fmt, load_torch  # noqa: E402
 from pytest_mlirtrace import ir  # noqa: E402
+from pytest_mlirtrace.codegen import Solution  # noqa: E402
 from pytest_mlirtrace.engine import MemoryDatabase  # noqa: E402
 from pytest_mlirtrace.engine.session import load_module  # noqa: E402
 from pytest_mlirtrace.trace import TraceConfig, TraceSession  # noqa: E402
@@ -86,17 +87,31 @@ def numpy_fn(q, k, v, scale, softmax: bool):
     return f
 
 
-def torch_fn(torch, inputs: dict, tdt, dev: str, scale, softmax: bool):
+def torch_fn(torch, inputs: dict, tdt, dev: str, scale, softmax: bool, unfused: bool = False):
+    """torch's fused attention (SDPA) or, ``unfused``, its three-step sequence (matmul, softmax, matmul)."""
     q, k, v = (torch.from_numpy(np.ascontiguousarray(inputs[p].astype(np.float32))).to(dev, tdt)
                for p in ("x0", "x1", "x2"))
     F = torch.nn.functional
 
     def f():
         with torch.inference_mode():
+            if softmax and unfused:
+                return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(1, 2)) * scale, dim=-1), v)
             if softmax:
                 return F.scaled_dot_product_attention(q, k, v, scale=scale)
             return torch.matmul(torch.matmul(q, k.transpose(1, 2)), v)
     return f
+
+
+def best_by_style(rows) -> str:
+    """The tune's fastest tensor-core (MatrixCore=1) and FMA solutions, side by side."""
+    out = []
+    for label, want in (("tensor cores", True), ("FMA", False)):
+        ok = [x for x in rows if x.status == "ok" and Solution.parse("attention", x.solution).matrix_core == want]
+        if ok:
+            b = min(ok, key=lambda x: x.time_ms)
+            out.append(f"{label} {b.solution} {b.time_ms:.3f} ms ({len(ok)} ok)")
+    return "; ".join(out)
 
 
 def main() -> int:
@@ -154,12 +169,16 @@ def main() -> int:
             sol = min(timed)[1] if timed else tr.best.span.solution
             f32 = {p: v.astype(np.float32) for p, v in inputs.items()}
             np_f = None if args.no_numpy else numpy_fn(f32["x0"], f32["x1"], f32["x2"], scale, softmax)
-            t_f = None
+            print(f"   tune: {best_by_style(tr.rows)}", flush=True)
+            t_f = t_u = None
             if torch is not None:
-                t_f = torch_fn(torch, inputs, torch.float16 if dt == "f16" else torch.float32, tdev, scale, softmax)
+                tdt = {"f16": torch.float16, "bf16": torch.bfloat16}.get(dt, torch.float32)
+                t_f = torch_fn(torch, inputs, tdt, tdev, scale, softmax)
+                if softmax:
+                    t_u = torch_fn(torch, inputs, tdt, tdev, scale, softmax, unfused=True)
             timer = (lambda fn: torch_ms(fn, repeats=args.repeats)) if tdev == "cuda" else \
                 (lambda fn: numpy_ms(fn, repeats=args.repeats))
-            ours_t, np_t, t_t, expected, status = [], [], [], None, "ok"
+            ours_t, np_t, t_t, u_t, expected, status = [], [], [], [], None, "ok"
             for _ in range(args.rounds):
                 rr = s.run(text, solution=sol, inputs=inputs, repeats=args.repeats)
                 if not rr.ok:
@@ -173,6 +192,9 @@ def main() -> int:
                 if t_f is not None:
                     time.sleep(0.3)
                     t_t.append(timer(t_f))
+                if t_u is not None:
+                    time.sleep(0.3)
+                    u_t.append(timer(t_u))
                 time.sleep(0.3)
             if status != "ok":
                 print(f"{case:<15} {dt:<5} our kernel {sol}: {status}", flush=True)
@@ -182,16 +204,21 @@ def main() -> int:
                 checks["numpy"] = close(np_f(), expected, dt)
             if t_f is not None:
                 checks["torch"] = close(t_f().float().cpu().numpy(), expected, dt)
+            if t_u is not None:
+                checks["torch unfused"] = close(t_u().float().cpu().numpy(), expected, dt)
             ours = statistics.median(ours_t)
             npm = statistics.median(np_t) if np_t else None
             tm = statistics.median(t_t) if t_t else None
+            um = statistics.median(u_t) if u_t else None
             key = tr.lowered.key.split("\t")[-1]
             rows.append({"case": case, "dtype": dt, "ours_ms": ours, "numpy_ms": npm, "torch_ms": tm,
-                         "torch_device": tdev or None, "gflops": flop / ours / 1e6, "solution": sol,
+                         "torch_unfused_ms": um, "torch_device": tdev or None, "gflops": flop / ours / 1e6, "solution": sol,
                          "tune_s": tune_s, "key": key, "baseline_matches_oracle": checks})
             ratio = lambda b: f"{ours / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
             line = (f"{case:<15} {dt:<5} {fmt(ours)} {fmt(npm)} {ratio(npm)[1:]} {fmt(tm)} {ratio(tm)} "
                     f"{flop / ours / 1e6:8.1f} {tune_s:6.0f}  {sol} / {key}")
+            if um:
+                line += f"  (torch unfused {um:.3f} ms: ours/unfused {ours / um:.2f})"
             bad = [n for n, v in checks.items() if not v]
             if bad:
                 line += f"  (MISMATCH vs oracle: {','.join(bad)})"

@@ -18,7 +18,11 @@ from .cgen import DagEmitter, compute, round_to, store_value
 from .kernel import Ctx, emit_output, render
 
 
-def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str]:
+def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str, str]:
+    """(body, global size, local size, attributes, prelude: text before the kernel)."""
+    if sol.matrix_core:
+        from .attention_mma import lower_attention_mma
+        return lower_attention_mma(ctx, sol, faults)
     an = ctx.an
     p = an.problem
     dag, h = ctx.dag, ctx.helpers
@@ -113,7 +117,7 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
     attrs = f"__attribute__((reqd_work_group_size({RB}, 1, 1)))"
     gx = -(-M // RB) * RB
     gy = -(-D // DT)
-    return L, (gx, gy, p.g), (RB, 1, 1), attrs
+    return L, (gx, gy, p.g), (RB, 1, 1), attrs, ""
 
 
 #: the longest first-gemm K whose query row is kept in private memory

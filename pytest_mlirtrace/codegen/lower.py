@@ -62,7 +62,7 @@ def lower(module: Module, solution: Solution | str | None = None, limits=None, *
     elif an.kind in ("reduce", "softmax"):
         body, gsize, lsize, attrs = lower_reduce(ctx, solution, faults)
     elif an.kind == "attention":
-        body, gsize, lsize, attrs = lower_attention(ctx, solution, faults)
+        body, gsize, lsize, attrs, prelude = lower_attention(ctx, solution, faults)
     else:  # pragma: no cover - analyse only returns the kinds above
         raise NotSupported(f"kernel kind {an.kind!r}")
     active = tuple(sorted(f for f in faults if _planted_here(f, an, solution, ctx)))

@@ -101,6 +101,26 @@ def async_copy_functions(emulated: bool = False) -> str:
         'inline void cp_async_wait(void) { asm volatile("cp.async.wait_all;" ::: "memory"); }\n')
 
 
+def shuffle_functions(emulated: bool = False) -> str:
+    """``shfl_xor(v, mask)``: the float of the warp's work-item ``lane ^ mask`` (PTX ``shfl.sync.bfly``; the
+    four work-items of a quad share a row of an mma tile).  ``emulated``: through a warp's local scratch ``s``
+    (32 floats)."""
+    if emulated:
+        return ("/* shfl.sync emulated: the warp's values meet in local memory */\n"
+                "inline float shfl_xor(float v, int mask, __local float *s, int lane) {\n"
+                "  s[lane] = v;\n"
+                "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                "  const float r = s[lane ^ mask];\n"
+                "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                "  return r;\n"
+                "}\n")
+    return ("inline float shfl_xor(float v, int mask) {\n"
+            "  uint r;\n"
+            '  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(v)), "r"(mask));\n'
+            "  return as_float(r);\n"
+            "}\n")
+
+
 def mma_function(dtype: str, emulated: bool = False, decode: str = "") -> str:
     """The device function doing one m16n8k16 (D += A x B, f32 accumulators): ``mma.sync`` through inline
     PTX, or, ``emulated``, the same fragment exchange through a warp's local scratch (``decode``: the helper
@@ -469,4 +489,5 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     return L
 
 
-__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "async_copy_functions", "EMULATED"]
+__all__ = ["lower_gemm_mma", "mma_function", "ldmatrix_functions", "async_copy_functions", "shuffle_functions",
+           "tile_index", "EMULATED", "EMU_FLOATS", "PAD"]

@@ -47,6 +47,16 @@ attention (gemm-gemm and attention) ``RowsPerBlock,DPerThread,Unroll``
                           scores are computed once per work-item, so fewer columns mean more parallel
                           work-items and more recomputation of the first gemm
     Unroll                unroll factor of the loop over a work-item's output columns
+    MatrixCore            0: FMA arithmetic (the default; left out when printed, as gemm's);
+                          1: NVIDIA tensor cores (``codegen/attention_mma.py``): both gemms by ``mma.sync``
+                          m16n8k16 with ``ldmatrix`` fragments, f16/bf16 operands, f32 accumulators, an
+                          online softmax on the score fragments.  With MatrixCore=1 the fields read:
+                          RowsPerBlock             query rows of one work-group, a multiple of 16: one
+                                                   32-wide warp per 16 rows (2 x RowsPerBlock work-items)
+                          DPerThread               KeysPerBlock: keys (columns of the first gemm) staged in
+                                                   local memory per step, a multiple of 16
+                          Unroll                   unroll factor of the loops over a step's 16-key slices
+                                                   (a divisor of KeysPerBlock/16)
 """
 from __future__ import annotations
 
@@ -62,16 +72,17 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "pointwise": ("BlockSize", "ElementsPerThread", "VectorWidth"),
     "reduce": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
     "softmax": ("GroupsPerBlock", "ThreadsPerGroup", "VectorWidth", "Unroll"),
-    "attention": ("RowsPerBlock", "DPerThread", "Unroll"),
+    "attention": ("RowsPerBlock", "DPerThread", "Unroll", "MatrixCore"),
 }
 MAX_PRIVATE_ACCUMULATORS = 256   # attention: DPerThread
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
 MAX_ACCUMULATORS = 256          # MPerThread * NPerThread
 MAX_FIELD = 1 << 16
 # fields a text may leave out (taking 0) and a solution leaves out when printed while they are 0
-OPTIONAL_TAIL = {"gemm": 1}
+OPTIONAL_TAIL = {"gemm": 1, "attention": 1}
 MMA_DTYPES = ("f16", "bf16")    # operand types the tensor-core (MatrixCore 1, 2) solutions take
 MMA_MAX_ACCUMULATORS = 128      # f32 accumulators one work-item holds: MPerThread * NPerThread / 32
+MMA_MAX_HEAD_DIM = 256          # attention on tensor cores: the longest head dim (first gemm's K, output's D)
 
 
 @dataclass(frozen=True)
@@ -138,16 +149,16 @@ class Solution:
 
     @property
     def matrix_core(self) -> bool:
-        """A gemm solution on tensor cores (MatrixCore 1 or 2)."""
-        return self.kind == "gemm" and bool(self.values[8])
+        """A gemm (MatrixCore 1 or 2) or attention (MatrixCore 1) solution on tensor cores."""
+        return self.kind in OPTIONAL_TAIL and bool(self.values[-1])
 
     def describe(self) -> str:
         f = self.fields
-        if self.kind == "gemm" and not f["MatrixCore"]:
+        if self.kind in OPTIONAL_TAIL and not f["MatrixCore"]:
             del f["MatrixCore"]          # as str() leaves it out
         if self.matrix_core:
-            f = {("MPerWarp" if k == "MPerThread" else "NPerWarp" if k == "NPerThread" else k): v
-                 for k, v in f.items()}
+            names = {"MPerThread": "MPerWarp", "NPerThread": "NPerWarp", "DPerThread": "KeysPerBlock"}
+            f = {names.get(k, k): v for k, v in f.items()}
         return ", ".join(f"{k}={v}" for k, v in f.items())
 
     # ---- construction --------------------------------------------------------
@@ -232,6 +243,18 @@ class Solution:
             if not _pow2(f["ThreadsPerGroup"]):
                 bad("ThreadsPerGroup", "a power of two")
         elif self.kind == "attention":
+            if f["MatrixCore"] not in (0, 1):
+                bad("MatrixCore", "0 (FMA) or 1 (NVIDIA mma.sync tensor cores)")
+            if f["MatrixCore"]:
+                if f["RowsPerBlock"] % 16:
+                    bad("RowsPerBlock", "a multiple of 16 with MatrixCore=1 (16 query rows per warp)")
+                if f["RowsPerBlock"] > 256:
+                    bad("RowsPerBlock", "at most 256 with MatrixCore=1 (16 warps)")
+                if f["DPerThread"] % 16 or f["DPerThread"] > 128:
+                    bad("DPerThread", "KeysPerBlock with MatrixCore=1: a multiple of 16, at most 128")
+                if (f["DPerThread"] // 16) % f["Unroll"]:
+                    bad("Unroll", f"a divisor of KeysPerBlock/16 ({f['DPerThread'] // 16}) with MatrixCore=1")
+                return
             if f["DPerThread"] > MAX_PRIVATE_ACCUMULATORS:
                 bad("DPerThread", f"at most {MAX_PRIVATE_ACCUMULATORS} (private accumulators)")
 
@@ -259,6 +282,8 @@ class Solution:
     # ---- derived -------------------------------------------------------------
     def work_group(self) -> tuple[int, ...]:
         f = self.fields
+        if self.matrix_core and self.kind == "attention":
+            return (2 * f["RowsPerBlock"], 1, 1)        # a warp of 32 per 16 rows
         if self.matrix_core:
             return (32 * (f["MPerBlock"] // f["MPerThread"]) * (f["NPerBlock"] // f["NPerThread"]), 1, 1)
         if self.kind == "gemm":
@@ -274,7 +299,11 @@ class Solution:
         return x * y * z
 
     def local_bytes(self) -> int:
+        """Local memory the kernel declares (attention on tensor cores: see :func:`attention_mma_local_bytes`,
+        which needs the head dims; 0 here)."""
         f = self.fields
+        if self.matrix_core and self.kind == "attention":
+            return 0
         if self.matrix_core:      # codegen/mma.py: two of A as [MPerBlock][KPerBlock + 8], of B as [KPerBlock][NPerBlock + 8]
             return 4 * (f["MPerBlock"] * (f["KPerBlock"] + 8) + f["KPerBlock"] * (f["NPerBlock"] + 8))
         if self.kind == "gemm":
@@ -305,7 +334,9 @@ def check_applicable(problem: Problem, solution: Solution, limits=None) -> None:
     if lb > lm:
         raise NotApplicable(f"needs {lb} bytes of local memory, the device has {lm}")
     f = solution.fields
-    if solution.matrix_core:
+    if solution.matrix_core and problem.kind == "attention":
+        _check_attention_mma(problem, solution, limits)
+    elif solution.matrix_core:
         _check_mma(problem, solution, limits)
     elif problem.kind == "gemm":
         if f["MPerThread"] * f["NPerThread"] > MAX_ACCUMULATORS:
@@ -352,6 +383,42 @@ def _check_mma(problem: Problem, solution: Solution, limits) -> None:
         raise NotApplicable(f"a warp tile of {f['MPerThread']}x{f['NPerThread']} needs "
                             f"{f['MPerThread'] * f['NPerThread'] // 32} accumulators per work-item, more than "
                             f"{MMA_MAX_ACCUMULATORS}")
+
+
+def head_dims(problem: Problem) -> tuple[int, int]:
+    """An attention problem's first-gemm K (head dim of Q and K) and output columns D (head dim of V)."""
+    a = dict(problem.attn)
+    return int(problem.k), int(a.get("head_dim_v", a.get("gemmO", 1)))
+
+
+def attention_mma_local_bytes(problem: Problem, solution: Solution) -> int:
+    """codegen/attention_mma.py's local memory: Q's rows, then each step's keys, in one buffer of
+    max(RowsPerBlock, KeysPerBlock) rows of K + 8 halves (K rounded up to 16); the step's V rows in
+    another of KeysPerBlock rows of D + 8."""
+    K, D = head_dims(problem)
+    kp, dp = -(-K // 16) * 16, -(-D // 16) * 16
+    rows, keys = solution.RowsPerBlock, solution.DPerThread
+    return 2 * (max(rows, keys) * (kp + 8) + keys * (dp + 8))
+
+
+def _check_attention_mma(problem: Problem, solution: Solution, limits) -> None:
+    if mma_arch(limits) < 80:
+        raise NotApplicable(f"MatrixCore=1 needs NVIDIA mma.sync of sm_80 or later; the device has "
+                            f"{_limit(limits, 'mma', '') or 'none'}")
+    if problem.dtype not in MMA_DTYPES:
+        raise NotApplicable(f"MatrixCore=1 takes {' or '.join(MMA_DTYPES)} operands, not {problem.dtype}")
+    K, D = head_dims(problem)
+    if max(K, D) > MMA_MAX_HEAD_DIM:
+        raise NotApplicable(f"MatrixCore=1 keeps a warp's Q fragments and output rows in registers: head dims "
+                            f"{K} and {D}, at most {MMA_MAX_HEAD_DIM}")
+    if solution.RowsPerBlock > max(16, _ceil_pow2(problem.m)):
+        raise NotApplicable(f"RowsPerBlock {solution.RowsPerBlock} is more than the {problem.m} rows need")
+    if solution.DPerThread > max(16, _ceil_pow2(problem.n)):
+        raise NotApplicable(f"KeysPerBlock {solution.DPerThread} is more than the {problem.n} keys need")
+    lb = attention_mma_local_bytes(problem, solution)
+    lm = int(_limit(limits, "local_mem_size", 1 << 20))
+    if lb > lm:
+        raise NotApplicable(f"needs {lb} bytes of local memory, the device has {lm}")
 
 
 def is_applicable(problem: Problem, solution: Solution, limits=None) -> bool:
@@ -432,6 +499,9 @@ def space(problem: Problem, limits=None) -> list[Solution]:
     elif problem.kind == "attention":
         cands = [Solution("attention", (rb, dt, u)) for rb in (1, 4, 16, 32, 64, 128, 256)
                  for dt in (1, 2, 4, 8, 16, 32, 64, 128, 256) for u in (1, 4, 8)]
+        # tensor cores (applicable only where the device has them): query rows x keys per step
+        cands += [Solution("attention", (rb, kb, u, 1)) for rb in (16, 32, 64, 128) for kb in (16, 32, 64, 128)
+                  for u in (1, 2) if (kb // 16) % u == 0]
     else:
         cands = [Solution(problem.kind, (gpb, tpg, vw, u)) for gpb in (1, 4, 16, 64) for tpg in (1, 4, 16, 64, 256)
                  for vw in (1, 4, 8, 16) for u in (1, 4) if gpb * tpg <= 1024]
@@ -482,6 +552,9 @@ _QUICK_POINTWISE = ["64,1,16", "64,4,16", "16,4,16", "256,1,4", "256,2,4", "64,2
 _QUICK_ATTENTION = ["16,64,8", "16,32,8", "64,16,8", "64,8,8", "128,8,8", "32,4,4", "64,64,8", "64,128,8",
                     "16,16,4", "4,8,8", "1,1,1", "8,2,1", "256,4,4", "16,128,8", "32,256,8", "1,64,8", "1,16,8",
                     "2,128,8", "2,32,8", "4,64,8", "4,16,4", "1,32,8", "1,8,8", "1,4,4", "1,2,1"]
+# attention on tensor cores (MatrixCore=1), first: only a device with NVIDIA mma.sync keeps them
+_QUICK_ATTENTION_MMA = ["64,64,1,1", "64,32,1,1", "128,64,1,1", "32,64,1,1", "128,32,1,1", "64,128,1,1",
+                        "32,32,1,1", "16,64,1,1", "16,32,1,1", "16,16,1,1", "64,64,2,1", "128,64,2,1"]
 _QUICK_REDUCE = ["1,1,16,4", "4,1,16,4", "16,1,16,1", "1,16,16,1", "1,64,4,4", "1,256,4,1", "4,64,4,1",
                  "16,16,1,4", "64,1,1,4", "1,1,1,4", "4,16,4,4", "1,256,1,1", "16,4,8,1", "1,1,4,1"]
 
@@ -497,7 +570,8 @@ def quick_list(problem: Problem, limits=None) -> list[Solution]:
             fit = _uniq(fit + [s for s in _small_gemm(problem) if is_applicable(problem, s, limits)]
                         + [s for s in space(problem, limits)][: 16 - len(fit)])
     else:
-        table = {"pointwise": _QUICK_POINTWISE, "attention": _QUICK_ATTENTION}.get(kind, _QUICK_REDUCE)
+        table = {"pointwise": _QUICK_POINTWISE,
+                 "attention": _QUICK_ATTENTION_MMA + _QUICK_ATTENTION}.get(kind, _QUICK_REDUCE)
         fit = [Solution.parse(kind, s) for s in table]
         fit = [s for s in fit if is_applicable(problem, s, limits)]
         if not fit:
@@ -524,7 +598,8 @@ def default_solution(problem: Problem, limits=None) -> Solution:
         ("reduce", True): ["1,256,4,1", "1,256,1,1"],
         ("attention", False): ["16,64,8", "16,32,8", "16,16,8", "16,4,4", "4,64,8", "2,64,8", "1,64,8",
                                "1,16,4", "1,1,1"],
-        ("attention", True): ["64,8,8", "64,4,4", "64,1,1", "4,8,8", "2,8,8", "1,8,8", "1,1,1"],
+        ("attention", True): ["64,64,1,1", "32,32,1,1", "16,16,1,1",
+                              "64,8,8", "64,4,4", "64,1,1", "4,8,8", "2,8,8", "1,8,8", "1,1,1"],
     }
     key = (problem.kind if problem.kind != "softmax" else "reduce", gpu)
     for text in prefs[key]:

@@ -1,0 +1,164 @@
+"""Attention and gemm-gemm on tensor cores (attention solutions with MatrixCore=1) against the numpy oracle.
+
+As in ``test_codegen_mma.py``: on PoCL the kernels are lowered for ``mma="emulated"`` (the PTX functions --
+mma.sync, ldmatrix, shfl.sync -- replaced by the same exchanges through local memory; everything else is the
+text the GPU runs), on an NVIDIA test device (``MLIRTRACE_TEST_DEVICE``) for its own instructions.  The
+modules are the real-shaped ones of ``tests/data/attention`` (f32 ones read as f16 or bf16: tensor cores
+take 16-bit operands) on fresh random inputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from . import cg_ocl as ocl
+from pytest_mlirtrace.codegen import NotApplicable, Solution, lower, problem_of, quick_list, space
+from pytest_mlirtrace.codegen.mma import EMULATED
+from pytest_mlirtrace.codegen.solution import DeviceLimits, attention_mma_local_bytes, check_applicable
+from pytest_mlirtrace.ir import compare, evaluate, random_inputs
+from pytest_mlirtrace.trace import load_module
+
+pytestmark = pytest.mark.usefixtures("cl_pool")
+DATA = Path(__file__).resolve().parents[1] / "data" / "attention"
+
+
+def mma_limits():
+    dev = ocl.limits()
+    return dev if dev.mma else dataclasses.replace(dev, mma=EMULATED)
+
+
+def module(name: str, dtype: str | None = None, old: str = "f32"):
+    text = (DATA / name).read_text(encoding="utf-8")
+    if dtype:       # and f32's -inf literal, as the new type's bits
+        text = text.replace(old, dtype).replace("0xFF800000", {"f16": "0xFC00", "bf16": "0xFF80"}[dtype])
+    return load_module(text)[0]
+
+
+def check_all(m, spec, seed: int):
+    """The mismatch of any output (or None), each against the oracle with its own dtype's tolerance."""
+    inputs = random_inputs(m, seed=seed)
+    want = evaluate(m, inputs)
+    got, _ = ocl.run(spec, inputs)
+    for j, (g, w) in enumerate(zip(got, want)):
+        bad = compare(g, w, m.get(m.returns()[j]).shape.dtype, reduction=max(spec.problem.k, spec.problem.n))
+        if bad is not None:
+            return f"output {j}: {bad}"
+    return None
+
+
+CASES = [
+    # grouped-query heads broadcast through views, a scale and an additive bias: 24 keys, 1 or 2 steps
+    ("gqa-bias-f16", lambda: module("gqa_bias_f16.mlir"), ["16,16,1,1", "16,32,2,1"]),
+    ("gqa-bias-bf16", lambda: module("gqa_bias_f16.mlir", "bf16", old="f16"), ["16,16,1,1"]),
+    # MIGraphX's written-out softmax (reduce_max, sub, exp, reduce_sum, div)
+    ("decomposed-softmax-f16", lambda: module("decomposed_softmax_f16.mlir"), ["16,16,1,1", "32,64,1,1"]),
+    # gemm-gemm with relu and a bias between: K = 12 and D = 36 are no multiples of 16 (zero-filled tiles)
+    ("gemm-gemm-f16", lambda: module("gemm_relu_bias_gemm_f16.mlir"), ["16,16,1,1", "32,32,2,1"]),
+    # a causal mask from index literals, the rows ending at their diagonal
+    ("causal-f16", lambda: module("causal_offset_f32.mlir", "f16"), ["16,16,1,1"]),
+    # KV cache: a slice of the cache, an i8 mask through where, heads transposed back
+    ("kv-cache-mask-f16", lambda: module("kv_cache_mask_f32.mlir", "f16"), ["16,16,1,1", "16,32,1,1"]),
+    # split-KV: the chunk's log-sum-exp as a second output
+    ("split-kv-lse-f16", lambda: module("split_kv_lse_f32.mlir", "f16"), ["16,16,1,1"]),
+]
+
+
+@pytest.mark.parametrize("name,make,solutions", CASES, ids=[c[0] for c in CASES])
+def test_tensor_core_attention_matches_the_oracle(name, make, solutions):
+    m = make()
+    for s in solutions:
+        spec = lower(m, s, mma_limits())
+        assert spec.solution.matrix_core and "mma_m16n8k16(" in spec.source
+        bad = check_all(m, spec, seed=5)
+        assert bad is None, f"{problem_of(m).key()} solution {s}: {bad}"
+
+
+def test_many_key_steps_with_growing_maxima():
+    """96 keys in 6 steps of 16, the scores growing along the keys (inputs scaled so that they reach ~100):
+    each step's maximum is new, so every step rescales the accumulators and sums -- and the planted fault
+    that skips the rescale is caught."""
+    m = load_module(_attention_text(1, 40, 96, 32, 24, "f16"))[0]
+    inputs = random_inputs(m, seed=9)
+    q, k, v = (p.param for p in m.params())
+    inputs[q] = np.abs(inputs[q]).astype(np.float16) + np.float16(0.5)
+    ramp = np.linspace(0.0, 3.0, 96, dtype=np.float32)[None, None, :]
+    inputs[k] = (np.abs(inputs[k]) * ramp + ramp).astype(np.float16)
+    want = evaluate(m, inputs)[0]
+    good = lower(m, "32,16,1,1", mma_limits())
+    got, _ = ocl.run(good, inputs)
+    assert compare(got[0], want, np.float16, reduction=96) is None
+    bad = lower(m, "32,16,1,1", mma_limits(), inject="softmax_no_rescale")
+    assert bad.faults == ("softmax_no_rescale",)
+    got, _ = ocl.run(bad, inputs)
+    assert compare(got[0], want, np.float16, reduction=96) is not None
+
+
+def _attention_text(g, m, n1, k, d, dt):
+    return (f"func.func @mlir_attn(%q: !migraphx.shaped<{g}x{m}x{k}x{dt}, {m * k}x{k}x1>, "
+            f"%k: !migraphx.shaped<{g}x{k}x{n1}x{dt}, {k * n1}x{n1}x1>, "
+            f"%v: !migraphx.shaped<{g}x{n1}x{d}x{dt}, {n1 * d}x{d}x1>) -> !migraphx.shaped<{g}x{m}x{d}x{dt}, "
+            f"{m * d}x{d}x1> {{\n"
+            f"  %0 = migraphx.dot %q, %k : <{g}x{m}x{k}x{dt}, {m * k}x{k}x1>, <{g}x{k}x{n1}x{dt}, {k * n1}x{n1}x1> "
+            f"-> <{g}x{m}x{n1}x{dt}, {m * n1}x{n1}x1>\n"
+            f"  %1 = migraphx.softmax %0 {{axis = 2 : i64}} : <{g}x{m}x{n1}x{dt}, {m * n1}x{n1}x1> -> "
+            f"<{g}x{m}x{n1}x{dt}, {m * n1}x{n1}x1>\n"
+            f"  %2 = migraphx.dot %1, %v : <{g}x{m}x{n1}x{dt}, {m * n1}x{n1}x1>, <{g}x{n1}x{d}x{dt}, {n1 * d}x{d}x1> "
+            f"-> <{g}x{m}x{d}x{dt}, {m * d}x{d}x1>\n"
+            f"  return %2 : !migraphx.shaped<{g}x{m}x{d}x{dt}, {m * d}x{d}x1>\n}}\n")
+
+
+def test_causal_edge_fault_is_caught():
+    m = module("causal_offset_f32.mlir", "f16")
+    inputs = random_inputs(m, seed=4)
+    want = evaluate(m, inputs)[0]
+    spec = lower(m, "16,16,1,1", mma_limits(), inject="causal_edge")
+    assert spec.faults == ("causal_edge",)
+    got, _ = ocl.run(spec, inputs)
+    assert compare(got[0], want, np.float16, reduction=16) is not None
+
+
+# --------------------------------------------------------------------------- solutions, applicability --
+GPU = DeviceLimits.nvidia_gpu()
+
+
+def test_matrix_core_field_is_optional_and_validated():
+    old = Solution.parse("attention", "16,64,8")
+    assert old.MatrixCore == 0 and not old.matrix_core and str(old) == "16,64,8"
+    s = Solution.parse("attention", "64,32,2,1")
+    assert s.matrix_core and str(s) == "64,32,2,1" and s.work_group() == (128, 1, 1)
+    assert "KeysPerBlock=32" in s.describe()
+    for text, why in (("24,32,1,1", r"RowsPerBlock\) is 24, expected a multiple of 16"),
+                      ("16,24,1,1", r"DPerThread\) is 24, expected KeysPerBlock"),
+                      ("16,32,4,1", r"Unroll\) is 4, expected a divisor of KeysPerBlock/16 \(2\)"),
+                      ("16,32,1,2", r"MatrixCore\) is 2, expected 0 \(FMA\) or 1")):
+        with pytest.raises(Exception, match=why):
+            Solution.parse("attention", text)
+
+
+def test_tensor_core_attention_applies_only_with_mma_and_16_bit_operands():
+    f16 = problem_of(module("gqa_bias_f16.mlir"))
+    f32 = problem_of(module("causal_offset_f32.mlir"))
+    s = Solution.parse("attention", "16,16,1,1")
+    check_applicable(f16, s, GPU)
+    for p, lim, why in ((f16, DeviceLimits.pocl(), "needs NVIDIA mma.sync"), (f32, GPU, "not f32")):
+        with pytest.raises(NotApplicable, match=why):
+            check_applicable(p, s, lim)
+        assert not any(x.matrix_core for x in quick_list(p, lim) + space(p, lim))
+    quick = quick_list(f16, GPU)        # 16 rows, 24 keys: the tensor-core solutions that fit, first
+    assert [str(x) for x in quick if x.matrix_core] == ["16,32,1,1", "16,16,1,1"]
+    assert quick[0].matrix_core and quick[1].matrix_core and not quick[2].matrix_core
+    # head dims 32: Q's 16 rows then the keys in one buffer of rows of 32 + 8 halves, V's 16 rows of 32 + 8
+    assert attention_mma_local_bytes(f16, s) == 2 * (16 * 40 + 16 * 40)
+
+
+def test_the_emulated_text_is_the_gpu_text_but_for_the_instructions():
+    m = module("gqa_bias_f16.mlir")
+    gpu = lower(m, "16,16,1,1", GPU).source
+    emu = lower(m, "16,16,1,1", dataclasses.replace(GPU, mma=EMULATED)).source
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in gpu and "shfl.sync.bfly" in gpu
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans" in gpu and "asm" not in emu
+    body = gpu[gpu.index("__kernel"):]
+    assert body.replace(", emu + warp * 384, lane", "") == body     # no emulation arguments on the GPU

@@ -31,7 +31,8 @@ from __future__ import annotations
 from .cgen import DagEmitter, round_to, store_value
 from .errors import NotApplicable
 from .kernel import Ctx, emit_output, render
-from .mma import EMU_FLOATS, EMULATED, ldmatrix_functions, mma_function, shuffle_functions, tile_index
+from .mma import EMU_FLOATS, EMULATED, PAD, aligned_contiguous, async_copy_functions, ldmatrix_functions, \
+    mma_function, shuffle_functions, tile_index
 from .solution import MMA_DTYPES
 
 
@@ -54,6 +55,53 @@ def _vars(dag, root: int, through_dots: bool) -> set[str]:
 
 def _dots(dag, root: int) -> list[int]:
     return [i for i in dag.reachable([root]) if dag.nodes[i].kind == "dot"]
+
+
+class _Tile:
+    """One operand's local tile: ``rows`` x ``width`` 16-bit values (rows padded), element (r, c) being the
+    operand's DAG ``root`` at ``row_var`` = row0 + r (clamped below ``ext``) and ``col_var`` = c (zero from
+    ``col_ext`` on).  A plain load of the operand's type whose 8 elements along ``col_var`` are consecutive and
+    aligned in storage (``direct``) goes by ``cp.async``, 16 bytes at a time; anything else is computed element
+    by element (views, pointwise ops, masks) and stored."""
+
+    def __init__(self, ctx: Ctx, root: int, rows: int, width: int, ext: int, row_var: str,
+                 col_var: str, col_ext: int, wg: int, prefix: str):
+        self.ctx, self.root, self.rows, self.width = ctx, root, rows, width
+        self.base = "0"         # C expression: where the tile starts in ``smem``
+        self.ext, self.row_var, self.col_var, self.col_ext, self.wg, self.prefix = \
+            ext, row_var, col_var, col_ext, wg, prefix
+        node = ctx.dag.nodes[root]
+        self.direct = node.kind == "load" and col_ext % 8 == 0 and aligned_contiguous(node.offset, col_var, 8)
+
+    def stage(self, row0: str, only_direct: bool = False, only_staged: bool = False) -> list[str]:
+        """C statements filling the tile from ``row0`` (``only_direct`` / ``only_staged``: nothing unless
+        the tile is / is not ``direct``)."""
+        if (only_direct and not self.direct) or (only_staged and self.direct):
+            return []
+        ctx, h = self.ctx, self.ctx.helpers
+        width, rows, wg = self.width, self.rows, self.wg
+        if self.direct:
+            node = ctx.dag.nodes[self.root]
+            ptr = ctx.pnames[node.param]
+            chunks = width // 8
+            return [f"for (int c_ = tid; c_ < {rows * chunks}; c_ += {wg}) {{",
+                    f"  const int r_ = c_ / {chunks}, k_ = (c_ % {chunks}) * 8;",
+                    f"  const int {self.row_var} = MINI({row0} + r_, {self.ext - 1});",
+                    f"  const int {self.col_var} = MINI(k_, {self.col_ext - 8});",
+                    f"  cp_async16(&smem[{self.base} + {tile_index('r_', 'k_', width)}], {ptr} + "
+                    f"({render(node.offset, {}, {})}), (k_ < {self.col_ext}) ? 16 : 0);",
+                    "}"]
+        em = DagEmitter(ctx.dag, h, lambda i, n: ctx.load(n, render(n.offset, {}, {})), 1, prefix=self.prefix)
+        v = em.emit(self.root)
+        body = [f"for (int c_ = tid; c_ < {rows * width}; c_ += {wg}) {{",
+                f"  const int r_ = c_ / {width}, k_ = c_ % {width};",
+                f"  const int {self.row_var} = MINI({row0} + r_, {self.ext - 1});",
+                f"  const int {self.col_var} = MINI(k_, {self.col_ext - 1});"]
+        body += ["  " + x for x in em.lines]
+        bits = store_value(h, ctx.dag.nodes[self.root].dtype, v)
+        body.append(f"  smem[{self.base} + {tile_index('r_', 'k_', width)}] = (k_ < {self.col_ext}) ? {bits} : (ushort)0;")
+        body.append("}")
+        return body
 
 
 def lower_attention_mma(ctx: Ctx, sol, faults):
@@ -94,25 +142,17 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
     def leaf(i, n):
         return ctx.load(n, render(n.offset, {}, {}))
 
-    def stage(root: int, buf: str, rows: int, width: int, ext: int, row_var: str, row_c: str, col_var: str,
-              col_ext: int, prefix: str) -> list[str]:
-        """Tile ``buf`` (``rows`` x ``width`` 16-bit values, rows padded): element (r, c) is ``root`` at
-        ``row_var`` = ``row_c`` + r (clamped to ``ext``) and ``col_var`` = c (zero from ``col_ext`` on)."""
-        em = DagEmitter(dag, h, leaf, 1, prefix=prefix)
-        v = em.emit(root)
-        body = [f"for (int c_ = tid; c_ < {rows * width}; c_ += {WG}) {{",
-                f"  const int r_ = c_ / {width}, k_ = c_ % {width};",
-                f"  const int {row_var} = MINI({row_c} + r_, {ext - 1});",
-                f"  const int {col_var} = MINI(k_, {col_ext - 1});"]
-        body += ["  " + x for x in em.lines]
-        bits = store_value(h, dag.nodes[root].dtype, v)
-        body.append(f"  {buf}[{tile_index('r_', 'k_', width)}] = (k_ < {col_ext}) ? {bits} : (ushort)0;")
-        body.append("}")
-        return body
-
+    k = _Tile(ctx, k_root, BC, KP, N1, "n1", kv, K, WG, "k_")
+    v = _Tile(ctx, v_root, BC, DP, N1, "n1", "d", D, WG, "v_")
+    ahead = k.direct or v.direct          # the next step's tiles by cp.async while this one is multiplied
+    nbuf = 2 if ahead else 1
+    # one local array: the step's K tiles, then its V tiles (two of each with ``ahead``); Q's rows before the
+    # walk where they fit (its fragments go to registers before the first tiles are staged)
+    k.base, v.base = f"cur * {BC * (KP + PAD)}", f"{nbuf * BC * (KP + PAD)} + cur * {BC * (DP + PAD)}"
+    q = _Tile(ctx, q_root, BR, KP, M, "m", kv, K, WG, "q_")
+    total = max(BR * (KP + PAD), nbuf * BC * (KP + DP + 2 * PAD))
     L: list[str] = []
-    L.append(f"__local ushort KQs[{max(BR, BC) * (KP + 8)}] __attribute__((aligned(16)));")
-    L.append(f"__local ushort Vs[{BC * (DP + 8)}] __attribute__((aligned(16)));")
+    L.append(f"__local ushort smem[{total}] __attribute__((aligned(16)));")
     if emulated:
         L.append(f"__local float emu[{warps * EMU_FLOATS}];")
         L.append(f"__local int emi[{WG}];")
@@ -121,15 +161,17 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
     L.append("const int gb = get_global_id(2);")
     L.append(f"const int m0 = get_group_id(0) * {BR};")
     # ---- Q: staged once, kept as A fragments
-    L += stage(q_root, "KQs", BR, KP, M, "m", "m0", kv, K, "q_")
+    L += q.stage("m0")
+    if q.direct:
+        L.append("cp_async_wait();")
     L.append("barrier(CLK_LOCAL_MEM_FENCE);")
     L.append(f"uint qf[{KP // 16}][4];")
     L.append("#pragma unroll")
     L.append(f"for (int kk = 0; kk < {KP // 16}; ++kk) {{")
     L.append("  const int r = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = kk * 16 + (lane >> 4) * 8;")
-    L.append(f"  ldsm_x4(qf[kk], &KQs[0], {tile_index('r', 'c', KP)}{ex_ld});")
+    L.append(f"  ldsm_x4(qf[kk], &smem[0], {tile_index('r', 'c', KP)}{ex_ld});")
     L.append("}")
-    L.append("barrier(CLK_LOCAL_MEM_FENCE);")
+    L.append("barrier(CLK_LOCAL_MEM_FENCE);")      # Q's rows are read: the tiles may take their place
     L.append(f"float o[{DP // 8}][4];")
     L.append("#pragma unroll")
     L.append(f"for (int j = 0; j < {DP // 8}; ++j) {{ o[j][0] = 0.f; o[j][1] = 0.f; o[j][2] = 0.f; o[j][3] = 0.f; }}")
@@ -141,22 +183,42 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
         L.append(f"const int n1end = MINI({N1}, m0 + {BR - 1} + {edge + 1});")   # the block's last row's end
     else:
         L.append(f"const int n1end = {N1};")
-    L.append(f"for (int nb = 0; nb < n1end; nb += {BC}) {{")
+    if ahead:       # the first step's tiles
+        L.append("{")
+        L.append("  const int cur = 0;")
+        L += ["  " + y for y in k.stage("0", only_direct=True) + v.stage("0", only_direct=True)]
+        L.append("}")
+    L.append(f"#pragma unroll {U}")
+    L.append(f"for (int nb = 0, cur = 0; nb < n1end; nb += {BC}{', cur ^= 1' if ahead else ''}) {{")
     body: list[str] = []
-    body += stage(k_root, "KQs", BC, KP, N1, "n1", "nb", kv, K, "k_")
-    body += stage(v_root, "Vs", BC, DP, N1, "n1", "nb", "d", D, "v_")
-    body.append("barrier(CLK_LOCAL_MEM_FENCE);")
+    if ahead:
+        # this step's copies have landed and every warp is done with the other buffers (the step before)
+        body.append("cp_async_wait();")
+        body.append("barrier(CLK_LOCAL_MEM_FENCE);")
+        body.append(f"if (nb + {BC} < n1end) {{")
+        body.append("  const int cur_ = cur;")
+        body.append("  {")
+        body.append("    const int cur = cur_ ^ 1;")
+        body += ["    " + y for y in k.stage(f"nb + {BC}", only_direct=True) + v.stage(f"nb + {BC}", only_direct=True)]
+        body.append("  }")
+        body.append("}")
+    rest = k.stage("nb", only_staged=ahead) + v.stage("nb", only_staged=ahead)
+    if not ahead:
+        body.append("barrier(CLK_LOCAL_MEM_FENCE);")       # every warp is done with the tiles of the step before
+    if rest:
+        body += rest
+        body.append("barrier(CLK_LOCAL_MEM_FENCE);")
     # ---- S = Q K^T: B fragments of K by ldmatrix (a key's row of K is a column of K^T)
     body.append(f"float s[{BC // 8}][4];")
     body.append("#pragma unroll")
     body.append(f"for (int j = 0; j < {BC // 8}; ++j) {{ s[j][0] = 0.f; s[j][1] = 0.f; s[j][2] = 0.f; s[j][3] = 0.f; }}")
     body.append("#pragma unroll")
     body.append(f"for (int kk = 0; kk < {KP // 16}; ++kk) {{")
-    body.append(f"  #pragma unroll {U}")
+    body.append("  #pragma unroll")
     body.append(f"  for (int j = 0; j < {BC // 8}; j += 2) {{")
     body.append("    const int r = j * 8 + (lane >> 4) * 8 + (lane & 7), c = kk * 16 + ((lane >> 3) & 1) * 8;")
     body.append("    uint kf[4];")
-    body.append(f"    ldsm_x4(kf, &KQs[0], {tile_index('r', 'c', KP)}{ex_ld});")
+    body.append(f"    ldsm_x4(kf, &smem[0], {k.base} + {tile_index('r', 'c', KP)}{ex_ld});")
     body.append(f"    mma_m16n8k16(s[j], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], kf[0], kf[1]{ex_mma});")
     body.append(f"    mma_m16n8k16(s[j + 1], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], kf[2], kf[3]{ex_mma});")
     body.append("  }")
@@ -182,7 +244,7 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
         body += _online_softmax(BC, DP, ex_sh, "softmax_no_rescale" not in faults)
     # ---- O += P V: two score tiles are one A fragment; V's B fragments by ldmatrix.trans
     pack = store_value(h, dag.nodes[v_root].dtype, "s[2 * kk + {j}][{e}]")
-    body.append(f"#pragma unroll {U}")
+    body.append("#pragma unroll")         # the fragments are registers: every index a constant
     body.append(f"for (int kk = 0; kk < {BC // 16}; ++kk) {{")
     words = []
     for j, e in ((0, 0), (0, 2), (1, 0), (1, 2)):
@@ -194,18 +256,18 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
     body.append(f"  for (int j = 0; j < {DP // 8}; j += 2) {{")
     body.append("    const int k = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, n = (j + (lane >> 4)) * 8;")
     body.append("    uint vf[4];")
-    body.append(f"    ldsm_x4_trans(vf, &Vs[0], {tile_index('k', 'n', DP)}{ex_ld});")
+    body.append(f"    ldsm_x4_trans(vf, &smem[0], {v.base} + {tile_index('k', 'n', DP)}{ex_ld});")
     body.append(f"    mma_m16n8k16(o[j], a0, a1, a2, a3, vf[0], vf[1]{ex_mma});")
     body.append(f"    mma_m16n8k16(o[j + 1], a0, a1, a2, a3, vf[2], vf[3]{ex_mma});")
     body.append("  }")
     body.append("}")
-    body.append("barrier(CLK_LOCAL_MEM_FENCE);")      # the next step's staging overwrites both tiles
     L += ["  " + y for y in body]
     L.append("}")
     L += _epilogue(ctx, an, D, DP, softmax, ex_sh, faults, leaf)
     attrs = f"__attribute__((reqd_work_group_size({WG}, 1, 1)))"
     decode = h.need("h2f" if p.dtype == "f16" else "bf2f") if emulated else ""
-    prelude = mma_function(p.dtype, emulated, decode) + ldmatrix_functions(emulated) + shuffle_functions(emulated)
+    prelude = mma_function(p.dtype, emulated, decode) + ldmatrix_functions(emulated) + \
+        shuffle_functions(emulated) + (async_copy_functions(emulated) if q.direct or ahead else "")
     return L, (-(-M // BR) * WG, 1, p.g), (WG, 1, 1), attrs, prelude
 
 

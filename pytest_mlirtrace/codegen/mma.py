@@ -161,7 +161,7 @@ def mma_function(dtype: str, emulated: bool = False, decode: str = "") -> str:
         "}\n")
 
 
-def _aligned_contiguous(off: E.Lin, fast: str, w: int) -> bool:
+def aligned_contiguous(off: E.Lin, fast: str, w: int) -> bool:
     """Are the ``w`` elements at ``fast`` = s .. s+w-1 (s a multiple of ``w``) consecutive in storage, from
     a multiple of ``w``?  True when ``off`` is ``fast`` (alone or as ``fast % d``, ``d`` a multiple of ``w``)
     plus terms that are multiples of ``w`` and constant over such a run (``fast / d``, other variables)."""
@@ -229,7 +229,7 @@ class _Stage:
         along = self.KB if self.k_fast else self.rows
         fast_ext = self.K if self.k_fast else self.ext
         fast = "k" if self.k_fast else self.rvar
-        if not (self.plain and along % w == 0 and fast_ext % w == 0 and _aligned_contiguous(off, fast, w)):
+        if not (self.plain and along % w == 0 and fast_ext % w == 0 and aligned_contiguous(off, fast, w)):
             w = 1
         self.w = w
         # 16-byte chunks laid out in the tile as in storage go by cp.async, straight into local memory

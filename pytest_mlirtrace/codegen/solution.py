@@ -55,8 +55,9 @@ attention (gemm-gemm and attention) ``RowsPerBlock,DPerThread,Unroll``
                                                    32-wide warp per 16 rows (2 x RowsPerBlock work-items)
                           DPerThread               KeysPerBlock: keys (columns of the first gemm) staged in
                                                    local memory per step, a multiple of 16
-                          Unroll                   unroll factor of the loops over a step's 16-key slices
-                                                   (a divisor of KeysPerBlock/16)
+                          Unroll                   unroll factor of the loop over the key steps (1 or 2;
+                                                   the loops inside a step are unrolled whole: their
+                                                   fragments are registers)
 """
 from __future__ import annotations
 
@@ -252,8 +253,8 @@ class Solution:
                     bad("RowsPerBlock", "at most 256 with MatrixCore=1 (16 warps)")
                 if f["DPerThread"] % 16 or f["DPerThread"] > 128:
                     bad("DPerThread", "KeysPerBlock with MatrixCore=1: a multiple of 16, at most 128")
-                if (f["DPerThread"] // 16) % f["Unroll"]:
-                    bad("Unroll", f"a divisor of KeysPerBlock/16 ({f['DPerThread'] // 16}) with MatrixCore=1")
+                if f["Unroll"] > 2:
+                    bad("Unroll", "1 or 2 with MatrixCore=1 (the key steps a loop iteration takes)")
                 return
             if f["DPerThread"] > MAX_PRIVATE_ACCUMULATORS:
                 bad("DPerThread", f"at most {MAX_PRIVATE_ACCUMULATORS} (private accumulators)")
@@ -392,13 +393,13 @@ def head_dims(problem: Problem) -> tuple[int, int]:
 
 
 def attention_mma_local_bytes(problem: Problem, solution: Solution) -> int:
-    """codegen/attention_mma.py's local memory: Q's rows, then each step's keys, in one buffer of
-    max(RowsPerBlock, KeysPerBlock) rows of K + 8 halves (K rounded up to 16); the step's V rows in
-    another of KeysPerBlock rows of D + 8."""
+    """codegen/attention_mma.py's local memory at most: two of each step's tiles, KeysPerBlock rows of K + 8
+    halves and as many of D + 8 (head dims rounded up to 16), or Q's RowsPerBlock rows of K + 8, which come
+    first in the same place, if more."""
     K, D = head_dims(problem)
     kp, dp = -(-K // 16) * 16, -(-D // 16) * 16
     rows, keys = solution.RowsPerBlock, solution.DPerThread
-    return 2 * (max(rows, keys) * (kp + 8) + keys * (dp + 8))
+    return 2 * max(rows * (kp + 8), 2 * keys * (kp + dp + 16))
 
 
 def _check_attention_mma(problem: Problem, solution: Solution, limits) -> None:
@@ -501,7 +502,7 @@ def space(problem: Problem, limits=None) -> list[Solution]:
                  for dt in (1, 2, 4, 8, 16, 32, 64, 128, 256) for u in (1, 4, 8)]
         # tensor cores (applicable only where the device has them): query rows x keys per step
         cands += [Solution("attention", (rb, kb, u, 1)) for rb in (16, 32, 64, 128) for kb in (16, 32, 64, 128)
-                  for u in (1, 2) if (kb // 16) % u == 0]
+                  for u in (1, 2)]
     else:
         cands = [Solution(problem.kind, (gpb, tpg, vw, u)) for gpb in (1, 4, 16, 64) for tpg in (1, 4, 16, 64, 256)
                  for vw in (1, 4, 8, 16) for u in (1, 4) if gpb * tpg <= 1024]

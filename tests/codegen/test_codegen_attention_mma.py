@@ -132,7 +132,7 @@ def test_matrix_core_field_is_optional_and_validated():
     assert "KeysPerBlock=32" in s.describe()
     for text, why in (("24,32,1,1", r"RowsPerBlock\) is 24, expected a multiple of 16"),
                       ("16,24,1,1", r"DPerThread\) is 24, expected KeysPerBlock"),
-                      ("16,32,4,1", r"Unroll\) is 4, expected a divisor of KeysPerBlock/16 \(2\)"),
+                      ("16,32,4,1", r"Unroll\) is 4, expected 1 or 2 with MatrixCore=1"),
                       ("16,32,1,2", r"MatrixCore\) is 2, expected 0 \(FMA\) or 1")):
         with pytest.raises(Exception, match=why):
             Solution.parse("attention", text)
@@ -150,8 +150,19 @@ def test_tensor_core_attention_applies_only_with_mma_and_16_bit_operands():
     quick = quick_list(f16, GPU)        # 16 rows, 24 keys: the tensor-core solutions that fit, first
     assert [str(x) for x in quick if x.matrix_core] == ["16,32,1,1", "16,16,1,1"]
     assert quick[0].matrix_core and quick[1].matrix_core and not quick[2].matrix_core
-    # head dims 32: Q's 16 rows then the keys in one buffer of rows of 32 + 8 halves, V's 16 rows of 32 + 8
-    assert attention_mma_local_bytes(f16, s) == 2 * (16 * 40 + 16 * 40)
+    # head dims 32: two of each step's tiles, 16 rows of 32 + 8 halves for K and V each
+    assert attention_mma_local_bytes(f16, s) == 2 * 2 * 16 * (40 + 40)
+
+
+def test_plain_operands_go_by_cp_async_and_the_others_are_computed():
+    """Q, K and V that are plain f16 loads with 8 consecutive aligned halves along the head dim are copied 16
+    bytes at a time (Q once, K and V for the first step and then one step ahead, into the other buffer);
+    the gemm-gemm's (head dims 12 and 36: no multiple of 8) are computed element by element."""
+    lim = dataclasses.replace(GPU, mma=EMULATED)
+    src = lower(module("gqa_bias_f16.mlir"), "16,16,1,1", lim).source
+    assert src.count("cp_async16(&smem") == 5 and "? f2h" not in src and "cur ^= 1" in src
+    src = lower(module("gemm_relu_bias_gemm_f16.mlir"), "16,16,1,1", lim).source
+    assert "cp_async16" not in src and src.count("? f2h") == 3 and "cur ^= 1" not in src
 
 
 def test_the_emulated_text_is_the_gpu_text_but_for_the_instructions():

@@ -15,14 +15,18 @@ import numpy as np
 import pytest
 
 from . import cg_ocl as ocl
+from pytest_mlirtrace import mlir
 from pytest_mlirtrace.codegen import NotApplicable, Solution, lower, problem_of, quick_list, space
 from pytest_mlirtrace.codegen.mma import EMULATED
 from pytest_mlirtrace.codegen.solution import DeviceLimits, attention_mma_local_bytes, check_applicable
 from pytest_mlirtrace.ir import compare, evaluate, random_inputs
 from pytest_mlirtrace.trace import load_module
 
+from ..corpus import ROCMLIR
+
 pytestmark = pytest.mark.usefixtures("cl_pool")
 DATA = Path(__file__).resolve().parents[1] / "data" / "attention"
+MLIR = Path(__file__).resolve().parents[1] / "data" / "mlir"
 
 
 def mma_limits():
@@ -35,6 +39,13 @@ def module(name: str, dtype: str | None = None, old: str = "f32"):
     if dtype:       # and f32's -inf literal, as the new type's bits
         text = text.replace(old, dtype).replace("0xFF800000", {"f16": "0xFC00", "bf16": "0xFF80"}[dtype])
     return load_module(text)[0]
+
+
+def real(path: Path, func: str):
+    """A function of a real rocMLIR test program (``tests/data/mlir`` or the shared corpus)."""
+    if not path.is_file():
+        pytest.skip(f"{path} is not here")
+    return next(f.module for f in mlir.parse_mlir(path.read_text(encoding="utf-8"), path.name) if f.name == func)
 
 
 def check_all(m, spec, seed: int):
@@ -63,10 +74,20 @@ CASES = [
     ("kv-cache-mask-f16", lambda: module("kv_cache_mask_f32.mlir", "f16"), ["16,16,1,1", "16,32,1,1"]),
     # split-KV: the chunk's log-sum-exp as a second output
     ("split-kv-lse-f16", lambda: module("split_kv_lse_f32.mlir", "f16"), ["16,16,1,1"]),
+    # real rocMLIR programs: causal decoding (32 heads, 2 queries, 64 keys, head dim 128) ...
+    # (slow: the emulated instructions take a minute on these sizes)
+    pytest.param("rocmlir-mixr-attention-causal", lambda: real(
+        ROCMLIR / "fusion__pr-e2e__attention__mixr-attention-causal.mlir", "mlir_attention"), ["16,32,1,1"],
+        marks=pytest.mark.slow),
+    # ... and BERT-base attention (12 heads, 384 queries and keys, head dim 64)
+    pytest.param("rocmlir-mixr-attention-2023", lambda: real(
+        MLIR / "rocmlir__fusion__mixr-attention__2023-mhal-softmax-attr-after-operands.mlir", "mlir_attention"),
+        ["64,64,2,1"], marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize("name,make,solutions", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,make,solutions", CASES,
+                         ids=[c.values[0] if hasattr(c, "values") else c[0] for c in CASES])
 def test_tensor_core_attention_matches_the_oracle(name, make, solutions):
     m = make()
     for s in solutions:

@@ -90,6 +90,22 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
         L.append(f"  if (d >= {D}) break;")
     L.append("  const float ov = acc[q] / sm;" if softmax else "  const float ov = acc[q];")
 
+    L += ["  " + s for s in output_at(ctx)]
+    L.append("}")
+    if an.extra_outputs:
+        # the row's log-sum-exp (or any value of the softmax's maximum and sum), stored once per row
+        L.append("if (dc == 0) {")
+        L += ["  " + s for s in row_outputs(ctx, leaf)]
+        L.append("}")
+    attrs = f"__attribute__((reqd_work_group_size({RB}, 1, 1)))"
+    gx = -(-M // RB) * RB
+    gy = -(-D // DT)
+    return L, (gx, gy, p.g), (RB, 1, 1), attrs, ""
+
+
+def output_at(ctx: Ctx) -> list[str]:
+    """The primary output at (gb, m, d) -- C variables of those names in scope -- from the second gemm's value
+    ``ov`` (a float in scope), through the ops after it."""
     def acc_value(w, l):
         return "ov"
 
@@ -98,26 +114,25 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
 
     def store(ll, target, val):
         return f"{target} = {val};"
-    L += ["  " + s for s in emit_output(ctx, acc_value, 1, {}, subst, subst, store, "o", only_primary=True)]
-    L.append("}")
-    if an.extra_outputs:
-        # the row's log-sum-exp (or any value of the softmax's maximum and sum), stored once per row
-        L.append("if (dc == 0) {")
-        for j, x in enumerate(an.extra_outputs, start=1):
-            def lse_leaf(i, n):
-                if n.kind == "acc":
-                    v = "mx" if dag.nodes[i].op == an.info["max_name"] else "sm"
-                    return round_to(h, n.dtype, v)
-                return leaf(i, n)
-            el = DagEmitter(dag, h, lse_leaf, 1, prefix=f"l{j}_")
-            val = el.emit(x.root)
-            L += ["  " + s for s in el.lines]
-            L.append(f"  out{j}[{render(x.offset, {}, {})}] = {store_value(h, x.dtype, val)};")
-        L.append("}")
-    attrs = f"__attribute__((reqd_work_group_size({RB}, 1, 1)))"
-    gx = -(-M // RB) * RB
-    gy = -(-D // DT)
-    return L, (gx, gy, p.g), (RB, 1, 1), attrs, ""
+    return emit_output(ctx, acc_value, 1, {}, subst, subst, store, "o", only_primary=True)
+
+
+def row_outputs(ctx: Ctx, leaf) -> list[str]:
+    """The outputs computed once per row (the log-sum-exp, or any value of the softmax's maximum and sum):
+    stored at (gb, m) from the floats ``mx`` and ``sm`` in scope; ``leaf`` renders the other leaves."""
+    an, dag, h = ctx.an, ctx.dag, ctx.helpers
+    L: list[str] = []
+    for j, x in enumerate(an.extra_outputs, start=1):
+        def lse_leaf(i, n):
+            if n.kind == "acc":
+                v = "mx" if dag.nodes[i].op == an.info["max_name"] else "sm"
+                return round_to(h, n.dtype, v)
+            return leaf(i, n)
+        el = DagEmitter(dag, h, lse_leaf, 1, prefix=f"l{j}_")
+        val = el.emit(x.root)
+        L += el.lines
+        L.append(f"out{j}[{render(x.offset, {}, {})}] = {store_value(h, x.dtype, val)};")
+    return L
 
 
 #: the longest first-gemm K whose query row is kept in private memory
@@ -145,4 +160,4 @@ def _hoist_query(ctx: Ctx, em: DagEmitter, leaf) -> list[str]:
             + [f"  qh[{kv}] = {v};", "}"])
 
 
-__all__ = ["lower_attention"]
+__all__ = ["lower_attention", "output_at", "row_outputs"]

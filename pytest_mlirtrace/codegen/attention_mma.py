@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from .cgen import DagEmitter, round_to, store_value
 from .errors import NotApplicable
-from .kernel import Ctx, emit_output, render
+from .attention import output_at, row_outputs
+from .kernel import Ctx, render
 from .mma import EMU_FLOATS, EMULATED, PAD, aligned_contiguous, async_copy_functions, ldmatrix_functions, \
     mma_function, shuffle_functions, tile_index
 from .solution import MMA_DTYPES
@@ -309,7 +310,6 @@ def _online_softmax(BC: int, DP: int, ex_sh: str, rescale: bool) -> list[str]:
 
 def _epilogue(ctx: Ctx, an, D: int, DP: int, softmax: bool, ex_sh: str, faults, leaf) -> list[str]:
     """O / sum, the ops after the second gemm at (m, d), the log-sum-exp outputs once per row."""
-    dag, h = ctx.dag, ctx.helpers
     M = an.problem.m
     L: list[str] = []
     if softmax:
@@ -317,14 +317,6 @@ def _epilogue(ctx: Ctx, an, D: int, DP: int, softmax: bool, ex_sh: str, faults, 
             for mask in (1, 2):
                 L.append(f"{b} += shfl_xor({b}, {mask}{ex_sh});")
 
-    def acc_value(w, l):
-        return "ov"
-
-    def subst(ll):
-        return {}, {}
-
-    def store(ll, target, val):
-        return f"{target} = {val};"
     L.append("#pragma unroll")
     L.append(f"for (int q = 0; q < {DP // 2}; ++q) {{")
     L.append("  const int j = q >> 2, e = q & 3;")
@@ -332,24 +324,15 @@ def _epilogue(ctx: Ctx, an, D: int, DP: int, softmax: bool, ex_sh: str, faults, 
     guard = f"m >= {M}" if "attention_d_edge" in faults else f"m >= {M} || d >= {D}"   # [fault hook]
     L.append(f"  if ({guard}) continue;")
     L.append("  const float ov = o[j][e] / ((e >> 1) ? sm1 : sm0);" if softmax else "  const float ov = o[j][e];")
-    L += ["  " + s for s in emit_output(ctx, acc_value, 1, {}, subst, subst, store, "o", only_primary=True)]
+    L += ["  " + s for s in output_at(ctx)]
     L.append("}")
-    if an.extra_outputs:
+    if an.extra_outputs:        # once per row: by the quad's first work-item, for its rows g and g + 8
         L.append("if (t == 0) {")
         L.append("  for (int hh = 0; hh < 2; ++hh) {")
         L.append("    const int m = m0 + warp * 16 + g + hh * 8;")
         L.append(f"    if (m >= {M}) continue;")
         L.append("    const float mx = hh ? mx1 : mx0, sm = hh ? sm1 : sm0;")
-        for j, x in enumerate(an.extra_outputs, start=1):
-            def lse_leaf(i, n):
-                if n.kind == "acc":
-                    v = "mx" if dag.nodes[i].op == an.info["max_name"] else "sm"
-                    return round_to(h, n.dtype, v)
-                return leaf(i, n)
-            el = DagEmitter(dag, h, lse_leaf, 1, prefix=f"l{j}_")
-            val = el.emit(x.root)
-            L += ["    " + s for s in el.lines]
-            L.append(f"    out{j}[{render(x.offset, {}, {})}] = {store_value(h, x.dtype, val)};")
+        L += ["    " + s for s in row_outputs(ctx, leaf)]
         L.append("  }")
         L.append("}")
     return L

@@ -212,7 +212,8 @@ def main() -> int:
             um = statistics.median(u_t) if u_t else None
             key = tr.lowered.key.split("\t")[-1]
             rows.append({"case": case, "dtype": dt, "ours_ms": ours, "numpy_ms": npm, "torch_ms": tm,
-                         "torch_unfused_ms": um, "torch_device": tdev or None, "gflops": flop / ours / 1e6, "solution": sol,
+                         "torch_unfused_ms": um, "torch_device": tdev or None, "gflops": flop / ours / 1e6,
+                         "solution": sol,
                          "tune_s": tune_s, "key": key, "baseline_matches_oracle": checks})
             ratio = lambda b: f"{ours / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
             line = (f"{case:<15} {dt:<5} {fmt(ours)} {fmt(npm)} {ratio(npm)[1:]} {fmt(tm)} {ratio(tm)} "

@@ -37,9 +37,9 @@ from .mma import EMU_FLOATS, EMULATED, PAD, aligned_contiguous, async_copy_funct
 from .solution import MMA_DTYPES
 
 
-def _vars(dag, root: int, through_dots: bool) -> set[str]:
-    """The index variables the leaves under ``root`` read (not those inside inline dots unless
-    ``through_dots``)."""
+def _vars(dag, root: int) -> set[str]:
+    """The index variables the leaves under ``root`` read (not those inside an inline dot: its operands are
+    checked apart)."""
     seen, out, stack = set(), set(), [root]
     while stack:
         i = stack.pop()
@@ -49,7 +49,7 @@ def _vars(dag, root: int, through_dots: bool) -> set[str]:
         n = dag.nodes[i]
         if n.offset is not None:
             out |= set(n.offset.vars())
-        if n.kind != "dot" or through_dots:
+        if n.kind != "dot":
             stack.extend(n.args)
     return out
 
@@ -100,7 +100,8 @@ class _Tile:
                 f"  const int {self.col_var} = MINI(k_, {self.col_ext - 1});"]
         body += ["  " + x for x in em.lines]
         bits = store_value(h, ctx.dag.nodes[self.root].dtype, v)
-        body.append(f"  smem[{self.base} + {tile_index('r_', 'k_', width)}] = (k_ < {self.col_ext}) ? {bits} : (ushort)0;")
+        body.append(f"  smem[{self.base} + {tile_index('r_', 'k_', width)}] = "
+                    f"(k_ < {self.col_ext}) ? {bits} : (ushort)0;")
         body.append("}")
         return body
 
@@ -125,10 +126,10 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
                                 f"problem's {p.dtype} ({' or '.join(MMA_DTYPES)})")
         if _dots(dag, root):
             raise NotApplicable(f"MatrixCore=1: operand {tag} holds a gemm of its own")
-    allowed = (({"gb", "m", kv}, q_root, "Q", False), ({"gb", "n1", kv}, k_root, "K", False),
-               ({"gb", "n1", "d"}, v_root, "V", False), ({"gb", "m", "n1"}, an.a_root, "the scores", False))
-    for ok, root, tag, deep in allowed:
-        extra = _vars(dag, root, deep) - ok
+    allowed = (({"gb", "m", kv}, q_root, "Q"), ({"gb", "n1", kv}, k_root, "K"),
+               ({"gb", "n1", "d"}, v_root, "V"), ({"gb", "m", "n1"}, an.a_root, "the scores"))
+    for ok, root, tag in allowed:
+        extra = _vars(dag, root) - ok
         if extra:
             raise NotApplicable(f"MatrixCore=1: {tag} read(s) index {', '.join(sorted(extra))} (staged tiles "
                                 f"take {', '.join(sorted(ok))})")
@@ -212,7 +213,8 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
     # ---- S = Q K^T: B fragments of K by ldmatrix (a key's row of K is a column of K^T)
     body.append(f"float s[{BC // 8}][4];")
     body.append("#pragma unroll")
-    body.append(f"for (int j = 0; j < {BC // 8}; ++j) {{ s[j][0] = 0.f; s[j][1] = 0.f; s[j][2] = 0.f; s[j][3] = 0.f; }}")
+    body.append(f"for (int j = 0; j < {BC // 8}; ++j) "
+                "{ s[j][0] = 0.f; s[j][1] = 0.f; s[j][2] = 0.f; s[j][3] = 0.f; }")
     body.append("#pragma unroll")
     body.append(f"for (int kk = 0; kk < {KP // 16}; ++kk) {{")
     body.append("  #pragma unroll")

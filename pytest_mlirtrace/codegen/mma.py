@@ -116,7 +116,8 @@ def shuffle_functions(emulated: bool = False) -> str:
                 "}\n")
     return ("inline float shfl_xor(float v, int mask) {\n"
             "  uint r;\n"
-            '  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(v)), "r"(mask));\n'
+            '  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"\n'
+            '               : "=r"(r) : "r"(as_uint(v)), "r"(mask));\n'
             "  return as_float(r);\n"
             "}\n")
 

@@ -2,8 +2,8 @@
 OpenCL device: random f16/bf16 gemm, convolution and attention modules from ``strategies.fused_graphs`` (views,
 epilogues, masks, odd sizes), each with a tensor-core solution drawn from its space, lowered for the emulated
 instructions (``mma="emulated"``: everything but the PTX functions is the GPU's text) and run by the engine's
-pipeline (isolated workers), which checks it against the numpy oracle on fresh random inputs.  Slow: the emulated instructions meet in local
-memory, a barrier per fragment exchange.
+pipeline (isolated workers), which checks it against the numpy oracle on fresh random inputs.  Slow: the emulated
+instructions meet in local memory, a barrier per fragment exchange.
 """
 from __future__ import annotations
 

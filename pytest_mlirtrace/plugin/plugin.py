@@ -281,11 +281,22 @@ class MlirtraceState:
                 from ..engine import MemoryDatabase
                 # every call passes its test's database; the session's own is never on disk
                 self._session = TraceSession(self.device, config=TraceConfig.from_level(self.level),
-                                             timeout_s=self.timeout_s, database=MemoryDatabase())
+                                             timeout_s=self.timeout_s, database=MemoryDatabase(),
+                                             **self._pool_kw())
             except Exception as e:   # noqa: BLE001 - no OpenCL device: every test using the fixture says so
                 self._session_error = e
                 raise
         return self._session
+
+    def _pool_kw(self) -> dict:
+        """Beside other xdist workers, this process's pool has its share of the CPUs (one worker each on
+        2 cores: the workers' processes are the parallelism, and each OpenCL worker costs a PoCL start-up);
+        alone, the runtime's default."""
+        workers = getattr(self.config, "workerinput", {}).get("workercount", 1)
+        if not isinstance(workers, int) or workers <= 1:
+            return {}
+        from .. import runtime
+        return {"pool": runtime.get_pool(self.device, workers=max(1, (os.cpu_count() or 1) // workers))}
 
     def writer(self):
         if self._writer is None:
@@ -307,8 +318,20 @@ def _store_warning(msg: str) -> None:
     warnings.warn(StoreWarning(f"mlirtrace: {msg}"), stacklevel=2)
 
 
+def _unpin_pocl_threads_beside_other_workers(config) -> None:
+    """An xdist worker beside others: PoCL's compute threads not pinned one per core, unless the user set
+    ``POCL_AFFINITY``. Pinned (the runtime's default for a process that times kernels alone), the threads of
+    several processes' PoCL all sit on the same cores and wait on each other: two pytest processes running
+    the codegen suite side by side on 2 cores took 38 s each pinned and 27 s unpinned, against 25 s alone
+    (BENCHMARKS.md, "The test suite on 2 cores")."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if isinstance(workers, int) and workers > 1:
+        os.environ.setdefault("POCL_AFFINITY", "0")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", MARKER_HELP)
+    _unpin_pocl_threads_beside_other_workers(config)
     state = MlirtraceState(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(_Reporter(state), "mlirtrace-reporter")

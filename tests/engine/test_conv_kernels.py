@@ -12,27 +12,31 @@ from pytest_mlirtrace.engine import Pipeline
 from pytest_mlirtrace.trace import load_module
 
 from ..corpus import ROCMLIR
+from ..sweeps import SWEEP, spread
 
 CONV = Path(__file__).resolve().parents[1] / "data" / "conv"
 ALL = ["grouped_padded_f32.txt", "strided_dilated_asym_bias_relu_f32.txt", "depthwise_nhwc_f16.txt",
        "quant_i8.txt", "conv1d_f32.txt", "conv3d_f32.txt"]
-QUICK = ["grouped_padded_f32.txt", "depthwise_nhwc_f16.txt"]       # every solution in the default run
-ONE_RUN = [n for n in ALL if n not in QUICK]                         # the default solution (all of them: slow)
+QUICK = ["grouped_padded_f32.txt", "depthwise_nhwc_f16.txt"]       # a spread of solutions in the default run
+ONE_RUN = [n for n in ALL if n not in QUICK]                         # the default solution (every one: slow)
 
 
 def _load(name: str):
     return load_module((CONV / name).read_text(encoding="utf-8"))
 
 
+@pytest.mark.parametrize("part", SWEEP)
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in ALL])
-def test_every_quick_list_solution_of_a_conv_is_ok(name, device, tuning_db):
+def test_every_quick_list_solution_of_a_conv_is_ok(name, part, device, tuning_db):
     module, mlir_text = _load(name)
     p = codegen.problem_of(module)
     assert p.key().startswith("conv") and p.op in ("convolution", "quant_convolution")
-    tr = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=11).tune(
-        module, mlir_text=mlir_text, use_database=False)
+    pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=11)
+    every = codegen.quick_list(pipe.lower_module(module, mlir_text).problem, pipe.device)
+    assert len(every) >= 10
+    tr = pipe.tune(module, mlir_text=mlir_text, use_database=False, solutions=spread(every, part))
     bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != "ok"]
-    assert len(tr.rows) >= 10
+    assert len(tr.rows) == len(spread(every, part))
     assert not bad, f"{len(bad)} of {len(tr.rows)} solutions failed: {bad[:6]}"
 
 

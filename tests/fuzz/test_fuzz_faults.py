@@ -74,7 +74,10 @@ def run_repro(script: str, inject: str | None, timeout: float = 180):
 
 def check_found(tmp: Path, fault: str, *more: str, ops: set | None = ...) -> dict:
     budget, extra = BUDGETS[fault]
-    p, data = fuzz(tmp, fault, budget, *extra, *more)
+    # the fuzz ends at its first reproducer (shrunk and checked before it is written): the budget bounds the
+    # search, and a fault found early costs no more than that
+    stop = [] if "--max-findings" in (*extra, *more) else ["--max-findings", "1"]
+    p, data = fuzz(tmp, fault, budget, *extra, *more, *stop)
     out = p.stdout + p.stderr
     assert data is not None, out
     assert p.returncode == 1, f"exit {p.returncode}, expected 1 (new failure found)\n{out}"

@@ -62,7 +62,12 @@ def device():
     return resolve_device(None)
 
 
-@pytest.mark.parametrize("file,name", RUNS, ids=[n for _, n in RUNS])
+# the fp4 e2e program's kernel takes ~30 s to build and run on PoCL: -m slow (.ci/run) runs it
+SLOW_RUNS = {"mlir_quant_dot_fp4"}
+
+
+@pytest.mark.parametrize("file,name", [pytest.param(f, n, id=n, marks=pytest.mark.slow if n in SLOW_RUNS else ())
+                                       for f, n in RUNS])
 def test_quantize_func_parses_round_trips_and_runs(file, name, device, tmp_path):
     from pytest_mlirtrace.engine import Pipeline, TuningDatabase
 

@@ -13,6 +13,8 @@ import pytest
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.mlir import parse_mlir_module
 
+from ..sweeps import SWEEP, spread
+
 DOT = """func.func @mlir_dot(%a: !migraphx.shaped<4x16x8xDT, 128x8x1>, %w: !migraphx.shaped<4x8x32xDT, WS>) \
 -> !migraphx.shaped<4x16x32xDT, 512x32x1> attributes {kernel = "mixr"} {
   %0 = migraphx.dot %a, %w : <4x16x8xDT, 128x8x1>, <4x8x32xDT, WS> -> <4x16x32xDT, 512x32x1>
@@ -70,13 +72,15 @@ def test_packing_refuses_values_its_layout_cannot_hold():
     assert np.array_equal(buf.reshape(8, 32), held[0])
 
 
+@pytest.mark.parametrize("part", SWEEP)
 @pytest.mark.parametrize("kind", ["zero", "zero_middle", "padded", "permuted", "contiguous"])
-def test_dot_with_strided_weight_matches_the_oracle_with_every_solution(kind, device, tuning_db):
+def test_dot_with_strided_weight_matches_the_oracle_with_every_solution(kind, part, device, tuning_db):
     from pytest_mlirtrace.engine import Pipeline
 
     module, text = _module(DOT, STRIDES[kind])
-    tr = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=23).tune(
-        module, mlir_text=text, use_database=False)
+    pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=23)
+    every = codegen.quick_list(pipe.lower_module(module, text).problem, pipe.device)
+    tr = pipe.tune(module, mlir_text=text, use_database=False, solutions=spread(every, part))
     bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != "ok"]
     assert tr.rows and not bad, f"{len(bad)} of {len(tr.rows)} solutions failed: {bad[:4]}"
 

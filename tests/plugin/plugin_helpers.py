@@ -64,6 +64,34 @@ def _plant(monkeypatch):
 '''
 
 
+# appended to an inner run's conftest: each test's call report as pytest's API gives it (its sections by
+# title, its captured stdout, its failure text), one JSON file per test under ``reports/`` -- so the outer
+# test reads a report's parts, never pytest's terminal layout or wording
+REPORTS_HOOK = r'''
+
+import json as _json
+import pathlib as _pathlib
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call":
+        out = _pathlib.Path(str(item.config.rootpath)) / "reports"
+        out.mkdir(exist_ok=True)
+        (out / f"{item.name}.json").write_text(_json.dumps({
+            "outcome": rep.outcome, "sections": dict(rep.sections), "stdout": rep.capstdout,
+            "longrepr": rep.longreprtext}), encoding="utf-8")
+'''
+
+
+def inner_report(pytester, test: str) -> dict:
+    """What ``REPORTS_HOOK`` kept of ``test``'s call report."""
+    import json
+    return json.loads((pytester.path / "reports" / f"{test}.json").read_text(encoding="utf-8"))
+
+
 def repro_env(inject: str | None = None, no_package: bool = False, tmp: Path | None = None) -> dict:
     from pytest_mlirtrace.runtime import ensure_opencl_env
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .plugin_helpers import PLANTING_CONFTEST
+from .plugin_helpers import PLANTING_CONFTEST, REPORTS_HOOK, inner_report
 
 pytest_plugins = ["pytester"]
 
@@ -141,37 +141,33 @@ def test_marked_other_device(mlirtrace):
 '''
 
 
-def _section(out: str, title: str, test: str) -> str:
-    """The text of report section ``title`` in the failure block of ``test``."""
-    block = out.split(f"_ {test} _", 1)[1]
-    block = block.split("\n___", 1)[0].split("\n===", 1)[0]
-    body = block.split(f" {title} -", 1)[1].split("\n", 1)[1]
-    return body.split("\n---", 1)[0]
-
-
 def test_marker_arguments_reach_the_calls(inner):
     inner.makepyfile(test_marked=INNER)
+    inner.makeconftest(PLANTING_CONFTEST + REPORTS_HOOK)
     res = inner.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "test_marked.py")
-    out = res.stdout.str()
     res.assert_outcomes(failed=7, passed=1)
+
+    def section(title: str, test: str) -> str:
+        return inner_report(inner, test)["sections"][title]
+
     # max_ms: a passing run is too slow for 1e-9 ms
-    slow = out.split("_ test_marked_max_ms _", 1)[1].split("\n___", 1)[0]
+    slow = inner_report(inner, "test_marked_max_ms")["longrepr"]
     assert "mlirtrace: slow: mlir_transpose_dot" in slow, slow
     # solution: the run used it; the report's key section and the ticket record it
-    key = _section(out, "mlirtrace: problem key and solution", "test_marked_solution")
+    key = section("mlirtrace: problem key and solution", "test_marked_solution")
     assert "Solution: 2,2,4,1,1,1,0,4" in key and "Failure: wrong" in key, key
     tickets = [p.read_text() for p in (inner.path / "reproducers").glob("wrong-*.md")]
     assert len(tickets) == 1 and "2,2,4,1,1,1,0,4" in tickets[0]
     # timeout: the marked one, unless the call gives its own
-    assert "Timeout: 2 s" in _section(out, "mlirtrace: problem key and solution", "test_marked_timeout")
-    assert "Timeout: 3 s" in _section(out, "mlirtrace: problem key and solution", "test_call_timeout_wins")
+    assert "Timeout: 2 s" in section("mlirtrace: problem key and solution", "test_marked_timeout")
+    assert "Timeout: 3 s" in section("mlirtrace: problem key and solution", "test_call_timeout_wins")
     # trace: this test's calls print the level-1 dumps, the next test's (unmarked) do not
-    traced = _section(out, "Captured stdout call", "test_marked_trace")
+    traced = inner_report(inner, "test_marked_trace")["stdout"]
     assert "mlir hash:" in traced and "END OF TRACED" in traced, traced
-    untraced = _section(out, "Captured stdout call", "test_unmarked_after_trace")
+    untraced = inner_report(inner, "test_unmarked_after_trace")["stdout"]
     assert "mlir hash:" not in untraced and "END OF UNTRACED" in untraced, untraced
     # device: the session's passes; another fails naming both
-    other = out.split("_ test_marked_other_device _", 1)[1].split("\n___", 1)[0]
+    other = inner_report(inner, "test_marked_other_device")["longrepr"]
     assert "@pytest.mark.mlirtrace(device='nvidia') names no device here" in other, other
     assert "the session's device is 0:0" in other, other
     assert "plugin/facade.py" not in other
@@ -219,7 +215,7 @@ def test_pass(mlirtrace):
 
 
 def test_failure_hook_gets_each_distinct_failure_and_cannot_lose_the_report(inner):
-    inner.makeconftest(HOOK_CONFTEST)
+    inner.makeconftest(HOOK_CONFTEST + REPORTS_HOOK)
     inner.makepyfile(test_hooked=HOOKED)
     res = inner.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=junit.xml",
                                      "test_hooked.py")
@@ -230,11 +226,11 @@ def test_failure_hook_gets_each_distinct_failure_and_cannot_lose_the_report(inne
         assert c["kind"] == "wrong" and c["when"] == "call" and c["exists"], c
         assert c["script"].endswith(".py") and "mlirtrace: reproducer" in c["sections"], c
     # the raising implementation: the test's report, its sections and its reproducer properties all stay
-    out = res.stdout.str()
-    hook = _section(out, "mlirtrace: failure hook", "test_raising_hook")
+    raising = inner_report(inner, "test_raising_hook")
+    hook = raising["sections"]["mlirtrace: failure hook"]
     assert "a pytest_mlirtrace_failure implementation failed on wrong-" in hook and \
         "RuntimeError: the hook broke" in hook, hook
-    assert "mlirtrace: wrong: mlir_transpose_dot" in out.split("_ test_raising_hook _", 1)[1]
+    assert "mlirtrace: wrong: mlir_transpose_dot" in raising["longrepr"]
     junit = (inner.path / "junit.xml").read_text()
     assert junit.count('name="mlirtrace_signature"') == 3
     res.stdout.fnmatch_lines(["*= mlirtrace reproducers =*"])

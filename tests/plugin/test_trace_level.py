@@ -25,14 +25,14 @@ def test_a_bad_option_level(plain):
     for bad in ("loud", "4", "-1"):
         res = plain.runpytest(f"--mlir-trace={bad}", "test_x.py")
         assert res.ret == pytest.ExitCode.USAGE_ERROR
-        res.stderr.fnmatch_lines([f"ERROR: --mlir-trace={bad}: expected a trace level 0-3"])
+        res.stderr.fnmatch_lines([f"*: --mlir-trace={bad}: expected a trace level 0-3"])
 
 
 def test_a_bad_ini_level_names_the_key_and_the_file(plain):
     plain.makeini("[pytest]\nmlir_trace = loud\n")
     res = plain.runpytest("test_x.py")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
-    res.stderr.fnmatch_lines(["ERROR: mlir_trace = loud in tox.ini: expected a trace level 0-3"])
+    res.stderr.fnmatch_lines(["*: mlir_trace = loud in tox.ini: expected a trace level 0-3"])
     plain.runpytest("-s", "--mlir-trace=2", "test_x.py").stdout.fnmatch_lines(["*LEVEL 2"])   # the option wins
     plain.makeini("[pytest]\nmlir_trace = on\n")
     plain.runpytest("-s", "test_x.py").stdout.fnmatch_lines(["*LEVEL 1"])
@@ -43,7 +43,7 @@ def test_a_bad_environment_level_names_the_variable(plain, monkeypatch, var):
     monkeypatch.setenv(var, "loud")
     res = plain.runpytest("test_x.py")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
-    res.stderr.fnmatch_lines([f"ERROR: {var}=loud: expected a trace level 0-3 (or on / off)"])
+    res.stderr.fnmatch_lines([f"*: {var}=loud: expected a trace level 0-3 (or on / off)"])
     for good in ("2", "on", "off", ""):
         monkeypatch.setenv(var, good)
         plain.runpytest("test_x.py").assert_outcomes(passed=1)

@@ -1,0 +1,23 @@
+"""Sweeps: the default run checks a spread of a list (solutions, cases), ``-m slow`` (.ci/run's slow stage)
+checks the whole list -- so the default suite stays within its time on 2 cores and nothing the whole sweep
+catches is lost in CI.
+
+    @pytest.mark.parametrize("part", SWEEP)
+    def test_every_solution(part, ...):
+        for s in spread(quick_list(p), part): ...
+"""
+from __future__ import annotations
+
+import pytest
+
+SWEEP = [pytest.param("spread", id="spread"), pytest.param("all", id="all", marks=pytest.mark.slow)]
+
+
+def spread(items, part: str, keep: int = 6) -> list:
+    """``items`` whole (``part == "all"``), else ``keep`` of them: the first, the last and evenly between
+    (the same ones every run)."""
+    items = list(items)
+    if part == "all" or len(items) <= keep:
+        return items
+    picked = sorted({round(i * (len(items) - 1) / (keep - 1)) for i in range(keep)})
+    return [items[i] for i in picked]

@@ -67,7 +67,9 @@ def replay(d, timeout_s: float = 300.0, with_faults: bool = True, device: str | 
         env = {k: v for k, v in os.environ.items() if k != "MLIRTRACE_INJECT"}
         if with_faults and e.get("inject"):
             env["MLIRTRACE_INJECT"] = e["inject"]
-        cmd = [sys.executable, str(script.resolve()), "--quiet"]     # absolute: it runs with cwd=d + (["--device", device] if device else [])
+        cmd = [sys.executable, str(script.resolve()), "--quiet"]     # absolute: it runs with cwd=d
+        if device:
+            cmd += ["--device", device]
         code, text = run_group_output(cmd, env=env, timeout=timeout_s, cwd=str(d))
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if code is None:

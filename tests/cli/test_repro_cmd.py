@@ -70,6 +70,22 @@ def test_run_status_and_prune(repro_dir):
     assert not list(d.glob("*.py")) and not list(d.glob("*.mlir")) and not list(d.glob("wrong-*.md"))
 
 
+def test_run_passes_the_device_to_each_reproducer(tmp_path):
+    """``repro run --device D``: every reproducer runs on D (the argument was once swallowed into a comment, so
+    each ran on its recorded device): a device this machine lacks makes each one "cannot run"."""
+    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    res = pipe.run(dot(5, 13, 7), seed=2)
+    assert res.status == "wrong", res.detail
+    sig = repro.ReproWriter(tmp_path).write(repro.FailureRecord.from_run(
+        res, origin="test", timeout_s=30, inject="k_tail_off_by_one", device_info=pipe.device)).signature
+    p = cli("repro", "run", tmp_path, "--timeout", "200", "--device", "no-such-device-xyz")
+    data = json.loads(cli("repro", "status", tmp_path, "--json").stdout)
+    assert {r["signature"]: r["verdict"] for r in data["replays"]} == {sig: "cannot run"}, p.stdout + p.stderr
+    assert data["replays"][0]["exit"] == 4, data                 # the environment's exit: no such device
+    p = cli("repro", "run", tmp_path, "--timeout", "200")          # on its recorded device it still fails
+    assert p.returncode == 1, p.stdout + p.stderr
+
+
 def test_bad_directory_and_never_replayed(tmp_path):
     p = cli("repro", "run", tmp_path / "nowhere")
     assert p.returncode == 2 and "no INDEX.json here" in p.stderr and "Traceback" not in p.stderr

@@ -173,7 +173,8 @@ def test_a_tune_checked_on_the_device_judges_every_solution_as_the_host_does(dev
     mod = small_dot(m=19, k=21, n=13)
     verdicts = {}
     for on in (True, False):
-        pipe = Pipeline(device, database=MemoryDatabase(), inject=fault, cut_factor=None)
+        # (untimed: one launch a solution -- the verdicts are what is compared, not the times)
+        pipe = Pipeline(device, database=MemoryDatabase(), inject=fault, cut_factor=None, warmup=0, repeats=1)
         pipe.device_check = on
         res = pipe.tune(mod, use_database=False)
         verdicts[on] = [(r.solution, r.status) for r in res.rows]
@@ -194,7 +195,7 @@ def test_an_overlapped_tune_judges_every_solution_as_a_sequential_one(device):
     for overlap in (False, True):
         events = []
         pipe = Pipeline(device, database=MemoryDatabase(), inject="k_tail_off_by_one", cut_factor=None,
-                        listeners=[events.append])
+                        listeners=[events.append], warmup=0, repeats=1)
         pipe.overlap_builds = overlap
         # one solution that can't build: its source broken after lowering
         sols = codegen.quick_list(codegen.problem_of(mod), pipe.device)[:6]

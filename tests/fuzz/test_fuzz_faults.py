@@ -1,7 +1,7 @@
 """``mlirtrace fuzz`` finds every planted fault and writes a reproducer that fails while the fault is on
 and passes once it is off; a clean tree's short fuzz finds nothing. Run as subprocesses, as a user would.
 
-One fast representative (wrong_transpose_stride) runs by default; every fault runs with ``-m slow``. The
+Every fault runs with ``-m slow`` (the default run finds planted bugs through the fuzz in test_fuzz_cli.py). The
 convolution faults (conv_pad_edge, conv_group_stride) must also come out shrunk: a convolution on the
 smallest shapes that still show the fault. Fast checks (no kernel runs) that the conv faults change conv
 kernels only are here too.
@@ -110,6 +110,7 @@ def check_found(tmp: Path, fault: str, *more: str, ops: set | None = ...) -> dic
     return data
 
 
+@pytest.mark.slow   # the default run finds planted bugs through the fuzz in tests/fuzz/test_fuzz_cli.py
 def test_fuzz_finds_wrong_transpose_stride_and_the_reproducer_fails_only_with_it(tmp_path):
     data = check_found(tmp_path, "wrong_transpose_stride", "--max-findings", "1")
     f = next(f for f in data["findings"] if "dot" in f["ops"])

@@ -155,6 +155,17 @@ def main_list() -> int:
 
 # -------------------------------------------------------------- server ----
 
+
+def _kernel_names(cl, prg) -> list[str] | None:
+    """The kernels a built program has (None: the driver can't say). A program without kernels is not asked
+    their names: NVIDIA's driver crashed on it."""
+    try:
+        if not prg.get_info(cl.program_info.NUM_KERNELS):
+            return []
+        return [n for n in str(prg.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
+    except Exception:  # noqa: BLE001 - a driver without the query: launch will tell
+        return None
+
 class _Server:
     def __init__(self, out: Connection, inp: Connection, spec: str):
         self.out = out
@@ -286,11 +297,7 @@ class _Server:
         build_s = time.perf_counter() - t0
         missing = ""
         if ok and kernels:
-            try:    # a program without kernels: NVIDIA's driver crashes when asked their names
-                names = [] if not prg.get_info(cl.program_info.NUM_KERNELS) else \
-                    [n for n in str(prg.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
-            except Exception:  # noqa: BLE001 - a driver without the query: launch will tell
-                names = None
+            names = _kernel_names(cl, prg)
             lost = [k for k in kernels if names is not None and k not in names]
             if lost:
                 ok, code = False, None
@@ -404,6 +411,11 @@ class _Server:
                 try:
                     knl = cl.Kernel(ent["prg"], name)
                 except cl.Error as e:
+                    names = _kernel_names(cl, ent["prg"])
+                    if names is not None and name not in names:     # as a fresh build of this job says it
+                        return dict(base, status="build_error",
+                                    error=f"build produced no kernel {name!r} (the program has "
+                                          f"{', '.join(repr(n) for n in names) or 'no kernel'})")
                     return dict(base, status="launch_error",
                                 error=f"kernel {name!r} not found in program: {e}")
                 ent["kernels"][name] = knl

@@ -271,10 +271,18 @@ def test_compiler_output_goes_to_the_result_not_to_stderr(pool):
             assert "CompilerWarning" not in tail and "Non-empty compiler output" not in tail, tail
 
 
-def test_launch_errors(pool, rng):
+def test_a_kernel_the_program_lacks_is_a_build_error_however_the_program_was_built(pool, rng):
+    """The same job gets the same verdict whatever ran before it (under xdist, this test may be a worker's
+    first): its program built fresh, or held by a worker since an earlier job."""
+    fresh = VADD + f"\n// {rng.integers(1 << 62)}: not built before\n"
+    r = pool.run(KernelJob(fresh, "no_such_kernel", [], (1,)))
+    assert r.status == "build_error" and "no kernel 'no_such_kernel'" in r.error and "'vadd'" in r.error, r
+    assert_vadd_ok(pool, rng)                  # VADD built and held
     r = pool.run(KernelJob(VADD, "no_such_kernel", [], (1,)))
-    assert r.status == "launch_error"
-    assert "no_such_kernel" in r.error
+    assert r.status == "build_error" and "no kernel 'no_such_kernel'" in r.error and "'vadd'" in r.error, r
+
+
+def test_launch_errors(pool, rng):
     job, a, b = vadd_job(rng, n=100)
     # PoCL (OpenCL 3.0 without non-uniform work-groups): global % local must be 0
     bad = KernelJob(job.source, "vadd", job.args, (100,), (64,))

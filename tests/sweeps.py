@@ -13,6 +13,19 @@ import pytest
 SWEEP = [pytest.param("spread", id="spread"), pytest.param("all", id="all", marks=pytest.mark.slow)]
 
 
+def sweep_cases(names, in_default) -> list:
+    """``(name, part)`` parameters: a spread and the whole sweep of each name in ``in_default``, the whole
+    sweep only (slow) of the others."""
+    out = []
+    for n in names:
+        if n in in_default:
+            out += [pytest.param(n, "spread", id=f"{n}-spread"),
+                    pytest.param(n, "all", id=f"{n}-all", marks=pytest.mark.slow)]
+        else:
+            out.append(pytest.param(n, "all", id=f"{n}-all", marks=pytest.mark.slow))
+    return out
+
+
 def spread(items, part: str, keep: int = 6) -> list:
     """``items`` whole (``part == "all"``), else ``keep`` of them: the first, the last and evenly between
     (the same ones every run)."""

@@ -64,7 +64,7 @@ def _fuzz_sh(tmp_path: Path, budget: int, inject: str | None) -> subprocess.Comp
 
 
 @pytest.mark.slow
-@pytest.mark.budget
+@pytest.mark.alone
 def test_the_script_fails_on_a_new_signature_only(tmp_path):
     first = _fuzz_sh(tmp_path, 60, "k_tail_off_by_one")
     assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]

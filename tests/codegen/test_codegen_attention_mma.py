@@ -83,14 +83,14 @@ CASES = [
     # split-KV: the chunk's log-sum-exp as a second output
     ("split-kv-lse-f16", lambda: module("split_kv_lse_f32.mlir", "f16"), ["16,16,1,1"]),
     # real rocMLIR programs: causal decoding (32 heads, 2 queries, 64 keys, head dim 128) ...
-    # (slow: the emulated instructions take a minute on these sizes)
+    # (slow, and alone: the emulated instructions take a minute on these sizes, two with another test beside)
     pytest.param("rocmlir-mixr-attention-causal", lambda: real(
         ROCMLIR / "fusion__pr-e2e__attention__mixr-attention-causal.mlir", "mlir_attention"), ["16,32,1,1"],
-        marks=pytest.mark.slow),
+        marks=[pytest.mark.slow, pytest.mark.alone]),
     # ... and BERT-base attention (12 heads, 384 queries and keys, head dim 64)
     pytest.param("rocmlir-mixr-attention-2023", lambda: real(
         MLIR / "rocmlir__fusion__mixr-attention__2023-mhal-softmax-attr-after-operands.mlir", "mlir_attention"),
-        ["64,64,2,1"], marks=pytest.mark.slow),
+        ["64,64,2,1"], marks=[pytest.mark.slow, pytest.mark.alone]),
 ]
 
 

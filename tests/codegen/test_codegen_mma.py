@@ -50,7 +50,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,make,solutions", CASES, ids=[c[0] for c in CASES])
+# the emulated instructions are slow to build: the default run takes each case's first solution, -m slow the rest
+RUNS = [pytest.param(name, make, sols[:1], id=name) for name, make, sols in CASES] + \
+    [pytest.param(name, make, sols[1:], id=f"{name}-more", marks=pytest.mark.slow)
+     for name, make, sols in CASES if len(sols) > 1]
+
+
+@pytest.mark.parametrize("name,make,solutions", RUNS)
 def test_tensor_core_kernels_match_the_oracle(name, make, solutions):
     m = make()
     for s in solutions:

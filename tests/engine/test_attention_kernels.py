@@ -13,7 +13,7 @@ from pytest_mlirtrace.engine import Pipeline
 from pytest_mlirtrace.trace import load_module
 
 from ..corpus import ROCMLIR
-from ..sweeps import SWEEP, spread
+from ..sweeps import spread, sweep_cases
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "attention"
 ALL = sorted(p.name for p in DATA.glob("*.mlir"))
@@ -61,8 +61,7 @@ def test_kind_and_key(name):
         assert p.key().endswith("-m 20 -n 28 -k 12 -gemmO 36") and "-transC true" in p.key()
 
 
-@pytest.mark.parametrize("part", SWEEP)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in ALL])
+@pytest.mark.parametrize("name,part", sweep_cases(ALL, QUICK))
 def test_every_quick_list_solution_is_ok(name, part, device, tuning_db):
     module, mlir_text = _load(name)
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=13)

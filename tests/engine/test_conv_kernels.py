@@ -12,7 +12,7 @@ from pytest_mlirtrace.engine import Pipeline
 from pytest_mlirtrace.trace import load_module
 
 from ..corpus import ROCMLIR
-from ..sweeps import SWEEP, spread
+from ..sweeps import spread, sweep_cases
 
 CONV = Path(__file__).resolve().parents[1] / "data" / "conv"
 ALL = ["grouped_padded_f32.txt", "strided_dilated_asym_bias_relu_f32.txt", "depthwise_nhwc_f16.txt",
@@ -25,8 +25,7 @@ def _load(name: str):
     return load_module((CONV / name).read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("part", SWEEP)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in ALL])
+@pytest.mark.parametrize("name,part", sweep_cases(ALL, QUICK))
 def test_every_quick_list_solution_of_a_conv_is_ok(name, part, device, tuning_db):
     module, mlir_text = _load(name)
     p = codegen.problem_of(module)

@@ -28,6 +28,7 @@ def small_dot(dt="f32", m=17, k=13, n=11, transposed=True):
     return mod
 
 
+@pytest.mark.slow    # the README's first command (.ci/run's main job) tunes and runs the seed f32 the same way
 def test_seed_f32_tunes_runs_and_matches_oracle(device, tuning_db):
     pipe = Pipeline(device, database=tuning_db)
     res = pipe.tune(seed_like("f32"))
@@ -73,6 +74,7 @@ def test_a_tune_cuts_clearly_slower_solutions_short_and_checks_them_all(device):
     assert not any(r.cut for r in res2.rows)
 
 
+@pytest.mark.slow    # the default run checks a spread of the seed f16's quick list (test_quick_lists.py)
 def test_seed_f16_runs_and_matches_oracle(device, tuning_db):
     pipe = Pipeline(device, database=tuning_db)
     mod = seed_like("f16")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.budget]
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 FAULT = "k_tail_off_by_one"
 

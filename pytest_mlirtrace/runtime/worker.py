@@ -166,6 +166,7 @@ def _kernel_names(cl, prg) -> list[str] | None:
     except Exception:  # noqa: BLE001 - a driver without the query: launch will tell
         return None
 
+
 class _Server:
     def __init__(self, out: Connection, inp: Connection, spec: str):
         self.out = out

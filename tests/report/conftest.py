@@ -43,10 +43,35 @@ def cli(*args, env, timeout=600, check=None) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def inputs(tmp_path_factory) -> Inputs:
-    root = tmp_path_factory.mktemp("report-inputs")
-    repros, db, fuzz = root / "reproducers", root / "tuning.json", root / "fuzz.json"
+    """Made once per run: under pytest-xdist the first worker to ask makes it in the run's shared temporary
+    directory (under a file lock) and the others read it there."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent          # the directory above every worker's own
+    root = shared / "report-inputs"
+    with FileLock(str(shared / "report-inputs.lock")):
+        if not (root / "DONE").is_file():
+            if root.exists():           # a worker that died while making it
+                import shutil
+                shutil.rmtree(root)
+            root.mkdir()
+            made = _make(root)
+            (root / "DONE").write_text("")
+            return made
+    return _inputs(root)
+
+
+def _inputs(root: Path) -> Inputs:
     env = {k: v for k, v in os.environ.items() if k not in ("MLIRTRACE_INJECT", "MLIRTRACE_REPRO_DIR")}
-    env["MLIRTRACE_TUNING_DB"] = str(db)
+    env["MLIRTRACE_TUNING_DB"] = str(root / "tuning.json")
+    return Inputs(root, root / "reproducers", root / "tuning.json", root / "fuzz.json", env)
+
+
+def _make(root: Path) -> Inputs:
+    made = _inputs(root)
+    repros, db, fuzz, env = made.repros, made.db, made.fuzz, made.env
     mod = root / "dot_odd.mlir"
     mod.write_text(DOT_ODD)
     cli("tune", ROOT / "examples" / "small_dot_add.mlir", env=env, check=0)
@@ -57,4 +82,4 @@ def inputs(tmp_path_factory) -> Inputs:
     p = cli("fuzz", "--budget", "6", "--seed", "1", "--jobs", "1", "--quiet", "--repro-dir", root / "fuzz-repros",
             "--database", root / "fuzz-db", "--report", fuzz, env=env)
     assert p.returncode in (0, 1) and fuzz.is_file(), p.stdout + p.stderr     # 1: it found something: shown too
-    return Inputs(root, repros, db, fuzz, env)
+    return made

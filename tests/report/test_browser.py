@@ -19,6 +19,7 @@ import pytest
 
 from pytest_mlirtrace.report import write_report
 
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "report-screenshot.png"
 

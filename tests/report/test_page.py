@@ -16,6 +16,7 @@ from pytest_mlirtrace.cli.main import main
 from pytest_mlirtrace.report import write_report
 
 
+
 class Page(HTMLParser):
     """The tags, hrefs and text of a page (and whether it nests as written)."""
 

@@ -4,7 +4,7 @@ catches is lost in CI.
 
     @pytest.mark.parametrize("part", SWEEP)
     def test_every_solution(part, ...):
-        for s in spread(quick_list(p), part): ...
+        every, tr = tune_part(pipeline, module, mlir_text, part)
 """
 from __future__ import annotations
 
@@ -34,3 +34,12 @@ def spread(items, part: str, keep: int = 6) -> list:
         return items
     picked = sorted({round(i * (len(items) - 1) / (keep - 1)) for i in range(keep)})
     return [items[i] for i in picked]
+
+
+def tune_part(pipe, module, mlir_text, part: str, keep: int = 6):
+    """``(quick list, tune result)``: ``pipe`` tunes ``module`` on its quick list's ``part`` (a spread of ``keep``,
+    or all of it), no tuning database read."""
+    from pytest_mlirtrace import codegen
+
+    every = codegen.quick_list(pipe.lower_module(module, mlir_text).problem, pipe.device)
+    return every, pipe.tune(module, mlir_text=mlir_text, use_database=False, solutions=spread(every, part, keep))

@@ -292,8 +292,8 @@ class MlirtraceState:
         """Beside other xdist workers, this process's pool has its share of the CPUs (one worker each on
         2 cores: the workers' processes are the parallelism, and each OpenCL worker costs a PoCL start-up);
         alone, the runtime's default."""
-        workers = getattr(self.config, "workerinput", {}).get("workercount", 1)
-        if not isinstance(workers, int) or workers <= 1:
+        workers = _xdist_workers(self.config)
+        if workers <= 1:
             return {}
         from .. import runtime
         return {"pool": runtime.get_pool(self.device, workers=max(1, (os.cpu_count() or 1) // workers))}
@@ -324,9 +324,14 @@ def _unpin_pocl_threads_beside_other_workers(config) -> None:
     several processes' PoCL all sit on the same cores and wait on each other: two pytest processes running
     the codegen suite side by side on 2 cores took 38 s each pinned and 27 s unpinned, against 25 s alone
     (BENCHMARKS.md, "The test suite on 2 cores")."""
-    workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    if isinstance(workers, int) and workers > 1:
+    if _xdist_workers(config) > 1:
         os.environ.setdefault("POCL_AFFINITY", "0")
+
+
+def _xdist_workers(config) -> int:
+    """How many pytest-xdist workers this run has (1 in a run without xdist, and on its controller)."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    return workers if isinstance(workers, int) else 1
 
 
 def pytest_configure(config):

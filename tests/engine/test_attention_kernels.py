@@ -13,7 +13,7 @@ from pytest_mlirtrace.engine import Pipeline
 from pytest_mlirtrace.trace import load_module
 
 from ..corpus import ROCMLIR
-from ..sweeps import spread, sweep_cases
+from ..sweeps import spread, sweep_cases, tune_part
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "attention"
 ALL = sorted(p.name for p in DATA.glob("*.mlir"))
@@ -65,9 +65,8 @@ def test_kind_and_key(name):
 def test_every_quick_list_solution_is_ok(name, part, device, tuning_db):
     module, mlir_text = _load(name)
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=13)
-    every = codegen.quick_list(pipe.lower_module(module, mlir_text).problem, pipe.device)
+    every, tr = tune_part(pipe, module, mlir_text, part)
     assert len(every) >= 4
-    tr = pipe.tune(module, mlir_text=mlir_text, use_database=False, solutions=spread(every, part))
     bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != "ok"]
     assert len(tr.rows) == len(spread(every, part))
     assert not bad, f"{len(bad)} of {len(tr.rows)} solutions failed: {bad[:6]}"

@@ -12,7 +12,7 @@ from pytest_mlirtrace.engine import Pipeline
 from pytest_mlirtrace.trace import load_module
 
 from ..corpus import ROCMLIR
-from ..sweeps import spread, sweep_cases
+from ..sweeps import spread, sweep_cases, tune_part
 
 CONV = Path(__file__).resolve().parents[1] / "data" / "conv"
 ALL = ["grouped_padded_f32.txt", "strided_dilated_asym_bias_relu_f32.txt", "depthwise_nhwc_f16.txt",
@@ -31,9 +31,8 @@ def test_every_quick_list_solution_of_a_conv_is_ok(name, part, device, tuning_db
     p = codegen.problem_of(module)
     assert p.key().startswith("conv") and p.op in ("convolution", "quant_convolution")
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=11)
-    every = codegen.quick_list(pipe.lower_module(module, mlir_text).problem, pipe.device)
+    every, tr = tune_part(pipe, module, mlir_text, part)
     assert len(every) >= 10
-    tr = pipe.tune(module, mlir_text=mlir_text, use_database=False, solutions=spread(every, part))
     bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != "ok"]
     assert len(tr.rows) == len(spread(every, part))
     assert not bad, f"{len(bad)} of {len(tr.rows)} solutions failed: {bad[:6]}"

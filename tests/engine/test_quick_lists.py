@@ -6,11 +6,10 @@ import os
 
 import pytest
 
-from pytest_mlirtrace import codegen
 from pytest_mlirtrace.engine import Pipeline
 from pytest_mlirtrace.trace import load_module
 
-from ..sweeps import SWEEP, spread
+from ..sweeps import SWEEP, spread, tune_part
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
 
@@ -21,9 +20,8 @@ def test_every_quick_list_solution_of_the_seed_is_ok(dtype, part, device, tuning
     with open(os.path.join(EXAMPLES, f"seed_transpose_reshape_dot_add_{dtype}.txt"), encoding="utf-8") as f:
         module, mlir_text = load_module(f.read())
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="")
-    every = codegen.quick_list(pipe.lower_module(module, mlir_text).problem, pipe.device)
+    every, tr = tune_part(pipe, module, mlir_text, part, keep=8)
     assert len(every) >= 30
-    tr = pipe.tune(module, mlir_text=mlir_text, use_database=False, solutions=spread(every, part, keep=8))
     bad = [(r.solution, r.status, r.detail[:120]) for r in tr.rows if r.status != "ok"]
     assert len(tr.rows) == len(spread(every, part, keep=8))
     assert not bad, f"{len(bad)} of {len(tr.rows)} solutions failed on {device.key_name} " \

@@ -13,7 +13,7 @@ import pytest
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.mlir import parse_mlir_module
 
-from ..sweeps import SWEEP, spread
+from ..sweeps import SWEEP, tune_part
 
 DOT = """func.func @mlir_dot(%a: !migraphx.shaped<4x16x8xDT, 128x8x1>, %w: !migraphx.shaped<4x8x32xDT, WS>) \
 -> !migraphx.shaped<4x16x32xDT, 512x32x1> attributes {kernel = "mixr"} {
@@ -79,8 +79,7 @@ def test_dot_with_strided_weight_matches_the_oracle_with_every_solution(kind, pa
 
     module, text = _module(DOT, STRIDES[kind])
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=23)
-    every = codegen.quick_list(pipe.lower_module(module, text).problem, pipe.device)
-    tr = pipe.tune(module, mlir_text=text, use_database=False, solutions=spread(every, part))
+    _every, tr = tune_part(pipe, module, text, part)
     bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != "ok"]
     assert tr.rows and not bad, f"{len(bad)} of {len(tr.rows)} solutions failed: {bad[:4]}"
 

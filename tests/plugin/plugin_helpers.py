@@ -65,8 +65,9 @@ def _plant(monkeypatch):
 
 
 # appended to an inner run's conftest: each test's call report as pytest's API gives it (its sections by
-# title, its captured stdout, its failure text), one JSON file per test under ``reports/`` -- so the outer
-# test reads a report's parts, never pytest's terminal layout or wording
+# title, its captured stdout, its failure text) and its exception as the test process saw it (the notes
+# Hypothesis attached, the names of its classes), one JSON file per test under ``reports/`` -- so the outer
+# test reads a report's parts and what a library attached, never pytest's terminal layout or anyone's wording
 REPORTS_HOOK = r'''
 
 import json as _json
@@ -78,11 +79,14 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     if rep.when == "call":
+        exc = call.excinfo.value if call.excinfo is not None else None
         out = _pathlib.Path(str(item.config.rootpath)) / "reports"
         out.mkdir(exist_ok=True)
         (out / f"{item.name}.json").write_text(_json.dumps({
             "outcome": rep.outcome, "sections": dict(rep.sections), "stdout": rep.capstdout,
-            "longrepr": rep.longreprtext}), encoding="utf-8")
+            "longrepr": rep.longreprtext, "notes": [str(n) for n in getattr(exc, "__notes__", None) or []],
+            "exception": [c.__name__ for c in type(exc).__mro__] if exc is not None else []}),
+            encoding="utf-8")
 '''
 
 

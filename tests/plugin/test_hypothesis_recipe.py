@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from .plugin_helpers import DOT_T_SOURCE
+from .plugin_helpers import DOT_T_SOURCE, PLANTING_CONFTEST, REPORTS_HOOK, inner_report
 
 pytest_plugins = ["pytester"]
 
@@ -52,36 +52,16 @@ def test_planted_two_ways(mlirtrace_session, m):
 '''
 
 
-# appended to the inner conftest: what Hypothesis attached to each failing test's exception (its notes) and
-# whether it was a failed health check, kept as the test process saw them -- so the outer test checks that
-# the plugin relays Hypothesis's text, never how Hypothesis words it (that changes between its releases)
-SEEN_HOOK = r'''
-
-import json as _json
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    yield
-    if call.when == "call" and call.excinfo is not None:
-        from hypothesis.errors import FailedHealthCheck
-        exc = call.excinfo.value
-        seen = {"notes": [str(n) for n in getattr(exc, "__notes__", None) or []],
-                "health_check": isinstance(exc, FailedHealthCheck)}
-        with open(f"seen-{item.name}.json", "w", encoding="utf-8") as f:
-            _json.dump(seen, f)
-'''
-
-
-def _with_seen_hook(pytester) -> None:
-    from .plugin_helpers import PLANTING_CONFTEST
-    pytester.makeconftest(PLANTING_CONFTEST + SEEN_HOOK)
+def _with_reports_hook(pytester) -> None:
+    pytester.makeconftest(PLANTING_CONFTEST + REPORTS_HOOK)
 
 
 def _seen(pytester, test: str) -> dict:
-    path = pytester.path / f"seen-{test}.json"
-    assert path.is_file(), f"{test} did not fail"
-    return json.loads(path.read_text(encoding="utf-8"))
+    """What the inner run kept of ``test``'s failure: the notes Hypothesis attached to it, and whether it was
+    Hypothesis's failed health check (by the exception's class)."""
+    rep = inner_report(pytester, test)
+    assert rep["outcome"] == "failed", f"{test} did not fail"
+    return {"notes": rep["notes"], "health_check": "FailedHealthCheck" in rep["exception"]}
 
 
 def _index(pytester) -> dict:
@@ -97,7 +77,7 @@ def _section(res, test: str, title: str) -> str:
 
 def test_for_example_keeps_the_health_checks_and_writes_the_shrunk_example(inner, monkeypatch):
     inner.makepyfile(test_inner=RECIPE)
-    _with_seen_hook(inner)
+    _with_reports_hook(inner)
     monkeypatch.setenv("MLIRTRACE_INJECT", "wrong_transpose_stride")   # the whole run (no monkeypatch inside)
     html = importlib.util.find_spec("pytest_html") is not None
     res = inner.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-k", "planted",
@@ -156,7 +136,7 @@ def test_the_function_scoped_fixture_fails_the_health_check_and_shows_notes(inne
     """Why the recipe exists: ``mlirtrace`` under ``@given`` trips Hypothesis's health check; suppressed,
     the notes of the final example (those made after the unchecked call too) reach the mlirtrace section."""
     inner.makepyfile(test_inner=FUNCTION_SCOPED)
-    _with_seen_hook(inner)
+    _with_reports_hook(inner)
     monkeypatch.setenv("MLIRTRACE_INJECT", "wrong_transpose_stride")
     res = inner.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
     res.assert_outcomes(failed=2)

@@ -71,7 +71,7 @@ def _inputs(root: Path) -> Inputs:
 
 def _make(root: Path) -> Inputs:
     made = _inputs(root)
-    repros, db, fuzz, env = made.repros, made.db, made.fuzz, made.env
+    repros, fuzz, env = made.repros, made.fuzz, made.env
     mod = root / "dot_odd.mlir"
     mod.write_text(DOT_ODD)
     cli("tune", ROOT / "examples" / "small_dot_add.mlir", env=env, check=0)

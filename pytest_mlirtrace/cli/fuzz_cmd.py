@@ -45,7 +45,7 @@ def _kinds(text: str) -> list[str]:
 
 
 def _faults_epilog() -> str:
-    from ..codegen.faults import FAULTS
+    from ..vocab.faults import FAULTS
 
     width = max(map(len, FAULTS))
     rows = []

@@ -40,7 +40,7 @@ Public API::
 Solution fields are documented in :mod:`.solution`.
 """
 from .errors import FaultError, LoweringError, NotApplicable, NotSupported, SolutionError
-from .faults import FAULTS, parse_inject
+from ..vocab.faults import FAULTS, parse_inject
 from .kernel import BUILD_OPTIONS, FAST_BUILD_OPTIONS
 from .lower import lower
 from .problem import KINDS, Analysis, Problem, analyse, problem_of

@@ -22,5 +22,6 @@ class NotApplicable(Exception):
         self.reason = reason
 
 
-class FaultError(ValueError):
-    """An unknown fault name in ``inject``."""
+from ..vocab.faults import FaultError  # noqa: E402  (defined with the fault names)
+
+__all__ = ["LoweringError", "NotSupported", "SolutionError", "NotApplicable", "FaultError"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir import Module
 from .errors import LoweringError, NotSupported
-from .faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS, SOLUTION_FAULTS, parse_inject
+from ..vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS, SOLUTION_FAULTS, parse_inject
 from .attention import lower_attention
 from .gemm import lower_gemm
 from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name

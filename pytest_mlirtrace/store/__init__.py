@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .spec import REDIS_SCHEMES, StoreSpec, parse_store
+from ..config.store_spec import REDIS_SCHEMES, StoreSpec, parse_store
 
 __all__ = ["Store", "StoreSpec", "parse_store", "local_path", "REDIS_SCHEMES"]
 

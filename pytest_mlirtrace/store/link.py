@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable
 
-from .spec import StoreSpec
+from ..config.store_spec import StoreSpec
 
 __all__ = ["RedisLink", "Unreachable", "connect_errors"]
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 from .. import fs
 from .link import Unreachable
-from .spec import StoreSpec
+from ..config.store_spec import StoreSpec
 
 __all__ = ["Outbox", "default_outbox_path"]
 

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.codegen import FAULTS
-from pytest_mlirtrace.codegen.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
+from pytest_mlirtrace.vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
 from pytest_mlirtrace.ir.ops import conv_params
 
 # (budget, extra args) per fault: the hang needs a shorter timeout to shrink within its budget

@@ -5,12 +5,10 @@ the values down; nothing below reads these knobs from the environment itself. Ea
 where it came from, so a bad one is reported with its source (``--mlir-timeout=abc``,
 ``MLIRTRACE_TIMEOUT=abc``, ``mlir_timeout = abc in pytest.ini``) instead of as a bare error later.
 
-Planted faults (``MLIRTRACE_INJECT``) are the one knob read again at each use (:func:`inject_now`): a
+Planted faults (``MLIRTRACE_INJECT``) are the one setting read again at each use (:func:`inject_now`): a
 test switches one on for itself (``monkeypatch.setenv``) while the session that runs it lives on.
-
-Variables that worker processes read themselves (``MLIRTRACE_CACHE_DIR``, ``MLIRTRACE_POCL_CPU``,
-``MLIRTRACE_NO_POCL_FIX``) stay in the runtime layer, and ``MIGRAPHX_TRACE_*`` keep MIGraphX's meaning
-in :class:`~pytest_mlirtrace.trace.TraceConfig`.
+The variables' names, and those that processes mlirtrace starts read for themselves, are in
+:mod:`.environment`.
 """
 from __future__ import annotations
 
@@ -18,13 +16,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from ..vocab.faults import FaultError, parse_inject
+from . import environment
+from .store_spec import StoreSpec, parse_store
+
 __all__ = ["Settings", "SettingError", "resolve", "inject_now", "ENV"]
 
-ENV = {"device": "MLIRTRACE_DEVICE", "timeout_s": "MLIRTRACE_TIMEOUT", "inject": "MLIRTRACE_INJECT",
-       "tuning_db": "MLIRTRACE_TUNING_DB", "repro_dir": "MLIRTRACE_REPRO_DIR", "repro": "MLIRTRACE_REPRO",
-       "max_bytes": "MLIRTRACE_MAX_BYTES", "reduce_s": "MLIRTRACE_REDUCE", "store": "MLIRTRACE_STORE",
-       "devices": "MLIRTRACE_DEVICES",
-       "trace": None}
+#: Settings field -> the environment variable that sets it
+ENV = environment.SETTINGS
 
 
 class SettingError(ValueError):
@@ -58,8 +57,6 @@ def _level(v) -> int:
 
 
 def _faults(v) -> str:
-    from .codegen.faults import parse_inject   # a leaf module: no compiler is imported
-    from .codegen.errors import FaultError
     try:
         return ",".join(sorted(parse_inject(str(v))))
     except FaultError as e:
@@ -119,15 +116,13 @@ def _devices(v) -> tuple[str, ...]:
 
 
 def _store(v):
-    from .store.spec import parse_store   # a leaf module: no client is imported
-
     return parse_store(v)
 
 
 PARSE: dict[str, Callable] = {"device": _text, "timeout_s": _timeout, "trace": _level, "inject": _faults,
                               "tuning_db": _text, "repro_dir": _text, "repro": _bool,
                               "max_bytes": _bytes, "reduce_s": _reduce, "store": _store,
-                              "devices": _devices}
+                              "devices": _devices, "machine": _text}
 
 
 @dataclass(frozen=True)
@@ -141,8 +136,9 @@ class Settings:
     repro: bool = True               # write reproducers
     max_bytes: int = 2 << 30         # the most host memory one module's tensors may take (checked before allocating)
     reduce_s: float | None = None    # pytest: reduce each new reproducer after the run, this long each; None: not
-    store: object | None = None      # a store.StoreSpec: a directory or redis://host:port/db; None: the local defaults
+    store: StoreSpec | None = None   # a StoreSpec: a directory or redis://host:port/db; None: the local defaults
     devices: tuple | None = None     # pytest-xdist: one worker per device (("all",) or specs); None: one device
+    machine: str | None = None       # this machine's name in a fleet's records; None: the host name
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def source(self, name: str) -> str:

@@ -1,11 +1,18 @@
-"""Planted bugs (``lower(..., inject="a,b")``), so the fuzzer can prove it finds real ones.
+"""Planted bugs (``lower(..., inject="a,b")``, ``MLIRTRACE_INJECT``), so the fuzzer can prove it finds real ones.
+
+The catalogue of their names is a word every layer shares (the settings validate them, ``codegen`` plants
+them, ``mlir`` plants the parser's); each fault is implemented where it lives.
 
 Each fault changes the generated source only where the bug lives and manifests only
 for some shapes / solutions; a run of an unaffected config stays correct.
 """
 from __future__ import annotations
 
-from .errors import FaultError
+
+
+class FaultError(ValueError):
+    """An unknown fault name in ``inject``."""
+
 
 FAULTS: dict[str, str] = {
     "k_tail_off_by_one":

@@ -3,9 +3,9 @@
     python benchmarks/bench_affinity.py [--solution S] [--rounds 4] [--launches 30] [--workers 2]
 
 Each setting gets its own worker pool of ``--workers`` processes, as a Pipeline has (PoCL reads the
-variable when its device starts); the pools take turns, ``--launches`` timed launches a turn. A launch counts as "slow" above 1.5x the fastest
-launch seen in the whole run: on a 2-core machine that is a launch whose two compute threads shared
-one core.
+variable when its device starts); the pools take turns, ``--launches`` timed launches a turn. A launch counts
+as "slow" above 1.5x the fastest launch seen in the whole run: on a 2-core machine that is a launch whose two
+compute threads shared one core.
 """
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import seed_module  # noqa: E402
-from pytest_mlirtrace.runtime import WorkerPool, resolve_device  # noqa: E402
+
 from pytest_mlirtrace.engine import Pipeline  # noqa: E402
+from pytest_mlirtrace.runtime import WorkerPool, resolve_device  # noqa: E402
 
 
 def main() -> int:

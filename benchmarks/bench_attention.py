@@ -33,9 +33,9 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-
 from _common import env_report, numpy_ms, torch_ms  # noqa: E402
 from bench_conv import _load, close, fmt, load_torch  # noqa: E402
+
 from pytest_mlirtrace import ir  # noqa: E402
 from pytest_mlirtrace.codegen import Solution  # noqa: E402
 from pytest_mlirtrace.engine import MemoryDatabase  # noqa: E402
@@ -215,7 +215,7 @@ def main() -> int:
                          "torch_unfused_ms": um, "torch_device": tdev or None, "gflops": flop / ours / 1e6,
                          "solution": sol,
                          "tune_s": tune_s, "key": key, "baseline_matches_oracle": checks})
-            ratio = lambda b: f"{ours / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
+            ratio = lambda b, ours=ours: f"{ours / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
             line = (f"{case:<15} {dt:<5} {fmt(ours)} {fmt(npm)} {ratio(npm)[1:]} {fmt(tm)} {ratio(tm)} "
                     f"{flop / ours / 1e6:8.1f} {tune_s:6.0f}  {sol} / {key}")
             if um:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """What building kernels costs on PoCL, one program each against several in one program (issue 19).
 
-    python benchmarks/bench_builds.py [--rounds 3] [--batches 1,8] [--file examples/seed_transpose_reshape_dot_add_f32.txt]
+    python benchmarks/bench_builds.py [--rounds 3] [--batches 1,8]
+        [--file examples/seed_transpose_reshape_dot_add_f32.txt]
 
 Two measurements, side by side in one run:
 

@@ -33,8 +33,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-
 from _common import env_report, numpy_ms, torch_ms  # noqa: E402
+
 from pytest_mlirtrace import ir  # noqa: E402
 from pytest_mlirtrace.engine import MemoryDatabase  # noqa: E402
 from pytest_mlirtrace.engine.session import load_module  # noqa: E402
@@ -275,7 +275,7 @@ def main() -> int:
                    "solution": sol, "tune_s": tune_s, "key": tr.lowered.key.split("\t")[-1],
                    "baseline_matches_oracle": checks}
             rows.append(row)
-            ratio = lambda b: f"{ours / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
+            ratio = lambda b, ours=ours: f"{ours / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
             line = (f"{case:<10} {dt:<5} {prob:<30} {fmt(ours)} {fmt(npm)} {ratio(npm)[1:]} {fmt(tm)} {ratio(tm)} "
                     f"{fmt(t32)} {ratio(t32)} {flop / ours / 1e6:8.1f} {tune_s:6.0f}  {sol}")
             bad = [n for n, v in checks.items() if not v]

@@ -75,13 +75,15 @@ def _round(n: int, budget: float, url: str | None, client, inject: str = "") -> 
     reps = [json.loads((work / f"p{i}" / "report.json").read_text()) for i in range(n)]
     cases = sum(r["cases"] for r in reps)
     elapsed = max(r["elapsed_s"] for r in reps)
-    row = {"procs": n, "store": ("redis" if url else "local") + (" +fault" if inject else ""), "cases": cases, "elapsed_s": elapsed,
+    row = {"procs": n, "store": ("redis" if url else "local") + (" +fault" if inject else ""), "cases": cases,
+           "elapsed_s": elapsed,
            "cases_per_s": cases / elapsed, "findings": sum(len(r["findings"]) for r in reps)}
     if client is not None:
         st = client.info("stats")
         ops = int(st["total_commands_processed"]) - 1        # this INFO call itself
         row.update(redis_ops=ops, ops_per_case=ops / max(cases, 1),
-                   bytes_per_case=(int(st["total_net_input_bytes"]) + int(st["total_net_output_bytes"])) / max(cases, 1),
+                   bytes_per_case=(int(st["total_net_input_bytes"])
+                                   + int(st["total_net_output_bytes"])) / max(cases, 1),
                    client_calls=sum(r["store"]["redis_calls"] for r in reps))
     shutil.rmtree(work, ignore_errors=True)
     return row

@@ -63,7 +63,8 @@ def fuzz(workdir: Path, inject, budget, seed, extra=(), batch=None):
     p = subprocess.run(cmd, cwd=workdir, env=_env(inject), capture_output=True, text=True)
     wall = time.monotonic() - t0
     data = json.loads(report.read_text()) if report.exists() else {}
-    shown = " ".join(["MLIRTRACE_INJECT=" + inject] if inject else []) + " mlirtrace " + " ".join(cmd[len(launcher) + 1:])
+    shown = (" ".join(["MLIRTRACE_INJECT=" + inject] if inject else []) + " mlirtrace "
+             + " ".join(cmd[len(launcher) + 1:]))
     return p, data, wall, shown + (f"  (BUILD_BATCH_CPU={batch})" if batch is not None else "")
 
 

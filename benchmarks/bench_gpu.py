@@ -23,8 +23,9 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import seed_module, torch_ms  # noqa: E402
-from pytest_mlirtrace.ir import Module  # noqa: E402
+
 from pytest_mlirtrace.engine import Pipeline, TuningDatabase  # noqa: E402
+from pytest_mlirtrace.ir import Module  # noqa: E402
 
 
 def plain_dot(dt: str, s: int) -> Module:
@@ -83,10 +84,11 @@ def main() -> int:
             continue
         r = ours(plain_dot(dt, s), f"dot {dt}")
         a, b = rnd(s, s, dt=tdt), rnd(s, s, dt=tdt)
-        t_same = torch_ms(lambda: torch.matmul(a, b))
+        t_same = torch_ms(lambda a=a, b=b: torch.matmul(a, b))
         a32, b32 = a.float(), b.float()
-        t_fp32 = torch_ms(lambda: torch.matmul(a32, b32))
-        row = {"case": f"dot {s}^3", "dtype": dt, "ours_ms": r.best_ms, "solution": r.best.span.solution if r.best else None,
+        t_fp32 = torch_ms(lambda a32=a32, b32=b32: torch.matmul(a32, b32))
+        row = {"case": f"dot {s}^3", "dtype": dt, "ours_ms": r.best_ms,
+               "solution": r.best.span.solution if r.best else None,
                "torch_ms": t_same, "torch_fp32_ms": t_fp32}
         if r.best_ms:
             row["ours_tflops"] = flop / r.best_ms / 1e9
@@ -103,9 +105,11 @@ def main() -> int:
         mod = seed_module(dt, g=1, heads=heads, seq=s, hd=64, n=s)
         r = ours(mod, f"fused seed op {dt}")
         y0, y1, x1 = rnd(1, heads, s, 64, dt=tdt), rnd(1, s, s, dt=tdt), rnd(1, s, s, dt=tdt)
-        t_unfused = torch_ms(lambda: torch.matmul(y0.transpose(1, 2).reshape(1, s, s), y1) + x1)
+        t_unfused = torch_ms(lambda y0=y0, y1=y1, x1=x1, s=s:
+                             torch.matmul(y0.transpose(1, 2).reshape(1, s, s), y1) + x1)
         y0f, y1f, x1f = y0.float(), y1.float(), x1.float()
-        t_unfused32 = torch_ms(lambda: torch.matmul(y0f.transpose(1, 2).reshape(1, s, s), y1f) + x1f)
+        t_unfused32 = torch_ms(lambda y0f=y0f, y1f=y1f, x1f=x1f, s=s:
+                               torch.matmul(y0f.transpose(1, 2).reshape(1, s, s), y1f) + x1f)
         row = {"case": f"transpose+reshape+dot+add m=n=k={s}", "dtype": dt, "ours_ms": r.best_ms,
                "solution": r.best.span.solution if r.best else None, "torch_unfused_ms": t_unfused,
                "torch_unfused_fp32_ms": t_unfused32}

@@ -21,11 +21,19 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pytest_mlirtrace.codegen import (DeviceLimits, lower, output_buffers, pack_inputs, problem_of,  # noqa: E402
-                                      quick_list, unpack_outputs)
-from pytest_mlirtrace.runtime.device import builtin_vector_bits, nvidia_mma  # noqa: E402
-from pytest_mlirtrace.ir import Module, compare, evaluate, random_inputs  # noqa: E402
 from _common import torch_ms  # noqa: E402
+
+from pytest_mlirtrace.codegen import (  # noqa: E402
+    DeviceLimits,
+    lower,
+    output_buffers,
+    pack_inputs,
+    problem_of,
+    quick_list,
+    unpack_outputs,
+)
+from pytest_mlirtrace.ir import Module, compare, evaluate, random_inputs  # noqa: E402
+from pytest_mlirtrace.runtime.device import builtin_vector_bits, nvidia_mma  # noqa: E402
 
 
 def ensure_env():

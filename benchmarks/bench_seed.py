@@ -19,10 +19,10 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-
 from _common import env_report, numpy_ms, seed_module, square_module  # noqa: E402
-from pytest_mlirtrace.ir import Module, random_inputs  # noqa: E402
+
 from pytest_mlirtrace.engine import Pipeline, TuningDatabase  # noqa: E402
+from pytest_mlirtrace.ir import Module, random_inputs  # noqa: E402
 
 CASES = {
     "seed": lambda dt: seed_module(dt),                       # m=384 n=768 k=768
@@ -113,7 +113,7 @@ def main() -> int:
                 time.sleep(0.5)
                 if parts:
                     unf_t.append(sum(pipe.run(r.lowered.module, solution=ps, repeats=10).time_ms
-                                     for r, ps in zip(parts, part_sols)))
+                                     for r, ps in zip(parts, part_sols, strict=True)))
                     time.sleep(0.5)
             best_ms, np_ms = statistics.median(fused_t), statistics.median(np_t)
             unf = statistics.median(unf_t) if unf_t else None

@@ -20,9 +20,10 @@ os.environ["POCL_KERNEL_CACHE"] = "0"   # every build real, in every round (set 
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import env_report, seed_module  # noqa: E402
+
 from pytest_mlirtrace import codegen, runtime  # noqa: E402
-from pytest_mlirtrace.trace import TraceConfig, TraceSession  # noqa: E402
 from pytest_mlirtrace.engine import TuningDatabase  # noqa: E402
+from pytest_mlirtrace.trace import TraceConfig, TraceSession  # noqa: E402
 
 
 def tune_wall(device, pool, config, out) -> float:

@@ -115,7 +115,7 @@ def _cold_rounds(args, device, module, mlir) -> dict:
                 "builds overlapped (4 workers)": (True, 4)}
     got: dict[str, list] = {k: [] for k in variants}
     tag = int(time.time())
-    for rnd in range(args.cold):
+    for _round in range(args.cold):
         for label, (overlap, workers) in variants.items():
             tag += 1
             with runtime.WorkerPool(device, workers=workers) as pool:
@@ -167,7 +167,7 @@ def main() -> int:
     device = runtime.resolve_device(args.device)
     pool = runtime.get_pool(device)
 
-    def tune(label, cut, keep, on_device, shm=True):
+    def tune(_label, cut, keep, on_device, shm=True):   # the label names the variant at the call
         pool.keep_inputs = keep
         pool.shm_min_bytes = runtime.pool.SHM_MIN_BYTES if shm else None
         pipe = engine.Pipeline(device, pool=pool, database=MemoryDatabase(), cut_factor=1.5 if cut else None,

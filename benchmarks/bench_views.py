@@ -16,8 +16,9 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import seed_module  # noqa: E402
-from pytest_mlirtrace.ir import Module  # noqa: E402
+
 from pytest_mlirtrace.engine import Pipeline  # noqa: E402
+from pytest_mlirtrace.ir import Module  # noqa: E402
 
 
 def contiguous_dot_add(dt="f32", m=384, k=768, n=768) -> Module:

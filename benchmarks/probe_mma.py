@@ -43,8 +43,10 @@ void one_tile(__global const ushort *A, __global const ushort *B, __global float
 {
     int lane = get_local_id(0), g = lane >> 2, t = lane & 3;
     float D[4] = {0.f, 0.f, 0.f, 0.f};
-    mma_tile(D, PAIR(A, g * 16 + t * 2, g * 16 + t * 2 + 1), PAIR(A, (g + 8) * 16 + t * 2, (g + 8) * 16 + t * 2 + 1),
-             PAIR(A, g * 16 + t * 2 + 8, g * 16 + t * 2 + 9), PAIR(A, (g + 8) * 16 + t * 2 + 8, (g + 8) * 16 + t * 2 + 9),
+    mma_tile(D,
+             PAIR(A, g * 16 + t * 2, g * 16 + t * 2 + 1), PAIR(A, (g + 8) * 16 + t * 2, (g + 8) * 16 + t * 2 + 1),
+             PAIR(A, g * 16 + t * 2 + 8, g * 16 + t * 2 + 9),
+             PAIR(A, (g + 8) * 16 + t * 2 + 8, (g + 8) * 16 + t * 2 + 9),
              PAIR(B, (t * 2) * 8 + g, (t * 2 + 1) * 8 + g), PAIR(B, (t * 2 + 8) * 8 + g, (t * 2 + 9) * 8 + g));
     C[g * 8 + t * 2] = D[0];
     C[g * 8 + t * 2 + 1] = D[1];

@@ -13,5 +13,5 @@ import os
 MAX_WORKERS = 4
 
 
-def pytest_xdist_auto_num_workers(config):
+def pytest_xdist_auto_num_workers(config):  # noqa: ARG001 - the hook's signature
     return max(1, min(MAX_WORKERS, os.cpu_count() or 1))

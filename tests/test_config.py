@@ -39,7 +39,7 @@ def test_option_beats_environment_beats_ini_beats_default(opt, env, ini, want, s
                                                                "'no_such_fault'"),
     ("repro", {"env": {"MLIRTRACE_REPRO": "maybe"}}, "MLIRTRACE_REPRO=maybe: expected true or false"),
 ])
-def test_a_bad_value_names_its_source(where, kw, message):
+def test_a_bad_value_names_its_source(where, kw, message):  # noqa: ARG001 - where: the case's name
     kw.setdefault("env", {})
     with pytest.raises(SettingError) as e:
         resolve(option_names=NAMES, ini_names=INI, **kw)

@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_mlirtrace.cli.main import main
 from pytest_mlirtrace.vocab.exit_codes import ExitCode
@@ -93,7 +94,8 @@ def check(command: str, data: bytes) -> None:
     with tempfile.TemporaryDirectory(prefix="mlirtrace-nt-") as d:
         path = Path(d) / ("input.log" if command == "import-trace" else "input.mlir")
         path.write_bytes(data)
-        argv = [command, str(path), *ARGS[command]] + (["--out", str(Path(d) / "out")] if command == "import-trace" else [])
+        out_dir = ["--out", str(Path(d) / "out")] if command == "import-trace" else []
+        argv = [command, str(path), *ARGS[command], *out_dir]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = main(argv)
@@ -135,7 +137,7 @@ class _Worker:
     def __init__(self, interrupt: bool):
         self.interrupt, self.killed, self.shut = interrupt, None, False
 
-    def shutdown(self, grace):
+    def shutdown(self, grace):  # noqa: ARG002 - the pool's signature
         if self.interrupt:
             raise KeyboardInterrupt     # the user presses Ctrl-C again while the workers stop
         self.shut = True

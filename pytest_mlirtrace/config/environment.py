@@ -14,7 +14,7 @@ Two kinds:
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["SETTINGS", "INJECT", "DEVICE", "DEVICES", "TUNING_DB", "STORE", "MACHINE", "DEBUG", "CACHE_DIR",
            "POCL_CPU", "NO_POCL_FIX", "ORIG_OCL_ICD_VENDORS", "PYOPENCL_HOME", "KCACHE_ROOT", "KCACHE_SHARD",

@@ -13,8 +13,8 @@ The variables' names, and those that processes mlirtrace starts read for themsel
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from ..vocab.faults import FaultError, parse_inject
 from . import environment
@@ -159,11 +159,11 @@ def resolve(options: Mapping[str, object] | None = None, *, option_names: Mappin
     values, sources = {}, {}
     for name, parse in PARSE.items():
         found = None
+        var = ENV.get(name)
         if options.get(name) is not None:
             opt = option_names.get(name, name)
             found = (options[name], f"{opt} (command line)", f"{opt}={options[name]}")
-        elif ENV.get(name) and str(env.get(ENV[name], "")).strip():
-            var = ENV[name]
+        elif var and str(env.get(var, "")).strip():
             found = (env[var], f"{var} (environment)", f"{var}={env[var]}")
         elif ini.get(name) not in (None, ""):
             key = ini_names.get(name, name)
@@ -184,10 +184,10 @@ def inject_now(env: Mapping[str, str] | None = None) -> str:
     """The planted faults as ``MLIRTRACE_INJECT`` has them now ("" for none), validated; the one place
     that reads it. Raises :class:`SettingError` for an unknown fault."""
     env = os.environ if env is None else env
-    raw = str(env.get(ENV["inject"], "") or "").strip()
+    raw = environment.value(environment.INJECT, env)
     if not raw:
         return ""
     try:
         return _faults(raw)
     except ValueError as e:
-        raise SettingError(f"{ENV['inject']}={raw}: {e}") from None
+        raise SettingError(f"{environment.INJECT}={raw}: {e}") from None

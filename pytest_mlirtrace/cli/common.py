@@ -12,6 +12,7 @@ import contextlib
 import sys
 import time
 
+from ..config import SettingError, environment, resolve
 from ..vocab.exit_codes import ExitCode
 
 
@@ -26,11 +27,11 @@ class CLIError(Exception):
 def add_device_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None,
                    help="OpenCL device: pocl (default, embedded CPU), nvidia, gpu, cpu, P:D, or a name substring "
-                        "(env MLIRTRACE_DEVICE)")
+                        f"(env {environment.DEVICE})")
     p.add_argument("--trace", default=None, metavar="LEVEL",
                    help="set MIGRAPHX_TRACE_MLIR and MIGRAPHX_TRACE_BENCHMARKING to LEVEL (0-3)")
     p.add_argument("--timeout", default=None, metavar="SECONDS",
-                   help="seconds before a kernel counts as hung (env MLIRTRACE_TIMEOUT; default 30)")
+                   help=f"seconds before a kernel counts as hung (env {environment.TIMEOUT}; default 30)")
     add_store_option(p)
 
 
@@ -38,7 +39,7 @@ def add_store_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, metavar="DIR|URL",
                    help="where shared state lives: a directory, or redis://host:port/db to share reproducers, "
                         "tickets, fuzz examples and tuning results with a fleet of runners (env "
-                        "MLIRTRACE_STORE; default: local files)")
+                        f"{environment.STORE}; default: local files)")
 
 
 def add_module_options(p: argparse.ArgumentParser, *, database: bool = False) -> None:
@@ -47,7 +48,7 @@ def add_module_options(p: argparse.ArgumentParser, *, database: bool = False) ->
                    help="the func of an MLIR file to use (required when the file has several)")
     p.add_argument("--max-bytes", default=None, metavar="SIZE",
                    help="most host memory a checked run may take for inputs, outputs and the numpy oracle, "
-                        "checked before anything is allocated: bytes or 512M, 2G (env MLIRTRACE_MAX_BYTES; "
+                        f"checked before anything is allocated: bytes or 512M, 2G (env {environment.MAX_BYTES}; "
                         "default 2G)")
     if database:
         p.add_argument("--no-database", action="store_true",
@@ -80,27 +81,32 @@ def read_source(path: str, func: str | None = None):
 
 _OPTIONS = {"device": "--device", "timeout_s": "--timeout", "trace": "--trace", "max_bytes": "--max-bytes",
             "repro_dir": "--repro-dir", "store": "--store"}
+_SETTINGS = "_mlirtrace_settings"     # the attribute of args that keeps the command's Settings, once resolved
 _STORES: list = []      # the stores this command opened: closed (what waited pushed) by run_guarded
 
 
 def settings(args):
-    """The command's :class:`~pytest_mlirtrace.config.Settings` (options > environment > defaults); a
-    bad value is a usage error naming where it came from."""
-    from ..config import SettingError, resolve
-
-    values = {"device": getattr(args, "device", None), "timeout_s": getattr(args, "timeout", None),
-              "trace": getattr(args, "trace", None), "max_bytes": getattr(args, "max_bytes", None),
-              "repro_dir": getattr(args, "repro_dir", None), "store": getattr(args, "store", None)}
+    """The command's :class:`~pytest_mlirtrace.config.Settings` (options > environment > defaults), resolved
+    on the first call and kept on ``args`` for the others; a bad value is a usage error naming where it came
+    from."""
+    st = getattr(args, _SETTINGS, None)
+    if st is not None:
+        return st
+    values = {name: getattr(args, attr, None) for name, attr in (
+        ("device", "device"), ("timeout_s", "timeout"), ("trace", "trace"), ("max_bytes", "max_bytes"),
+        ("repro_dir", "repro_dir"), ("store", "store"))}
     try:
-        return resolve(values, option_names=_OPTIONS)
+        st = resolve(values, option_names=_OPTIONS)
     except SettingError as e:
         raise CLIError(str(e)) from None
+    setattr(args, _SETTINGS, st)
+    return st
 
 
 def session(args, **kw):
     """The TraceSession of a command (a missing device raises runtime.DeviceError: exit 4 in main): its
-    settings' device, timeout, trace level, planted faults and size limit; the tuning database of
-    ``MLIRTRACE_TUNING_DB`` (else ``tuning.json`` of a directory store, else the default one) -- shared with
+    settings' device, timeout, trace level, planted faults and size limit; the tuning database of the
+    ``tuning_db`` setting (else ``tuning.json`` of a directory store, else the default one) -- shared with
     the fleet under a ``redis://`` store --, or with ``--no-database`` one in memory only."""
     from ..engine.database import MemoryDatabase
     from ..trace import TraceConfig, TraceSession
@@ -110,19 +116,24 @@ def session(args, **kw):
     kw.setdefault("inject", st.inject or None)
     kw.setdefault("max_bytes", st.max_bytes)
     if "database" not in kw:
-        kw["database"] = MemoryDatabase() if getattr(args, "no_database", False) else \
-            store(args).tuning_database(store(args).local_path("tuning.json", st.tuning_db))
+        if getattr(args, "no_database", False):
+            kw["database"] = MemoryDatabase()
+        else:
+            s = store(args)
+            kw["database"] = s.tuning_database(s.local_path("tuning.json", st.tuning_db))
     return TraceSession(st.device, config=config, timeout_s=st.timeout_s, **kw)
 
 
 def store(args):
-    """The command's :class:`~pytest_mlirtrace.store.Store` (``--store`` / ``MLIRTRACE_STORE``), opened once
-    and closed when the command ends (:func:`run_guarded`)."""
+    """The command's :class:`~pytest_mlirtrace.store.Store` (the ``store`` setting; this machine's name in
+    the fleet's records from the ``machine`` setting), opened once and closed when the command ends
+    (:func:`run_guarded`)."""
     from ..store import Store
 
     if _STORES and _STORES[0][0] is args:
         return _STORES[0][1]
-    s = Store(settings(args).store)
+    st = settings(args)
+    s = Store(st.store, machine=st.machine)
     _STORES.insert(0, (args, s))
     return s
 
@@ -130,9 +141,8 @@ def store(args):
 def repro_writer(args, default: str = "reproducers"):
     """The command's reproducer writer: ``--repro-dir`` (or the store's directory, or ``default``) through
     the store (a fleet's writes one reproducer per signature fleet-wide)."""
-    st = settings(args)
     s = store(args)
-    return s.repro_writer(s.local_path("reproducers", st.repro_dir) or default)
+    return s.repro_writer(s.local_path("reproducers", settings(args).repro_dir) or default)
 
 
 def open_module(args, **kw):
@@ -239,7 +249,7 @@ def run_guarded(fn, args) -> int:
         print(f"mlirtrace: {_located(str(e), where)}", file=sys.stderr)
         return ExitCode.USAGE
     except SizeLimitError as e:
-        print(f"mlirtrace: {where}: {e} (raise it with --max-bytes or MLIRTRACE_MAX_BYTES)", file=sys.stderr)
+        print(f"mlirtrace: {where}: {e} (raise it with --max-bytes or {environment.MAX_BYTES})", file=sys.stderr)
         return ExitCode.USAGE
     except OSError as e:
         if e.filename is None:

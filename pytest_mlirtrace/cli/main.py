@@ -14,6 +14,7 @@ import sys
 import time
 import traceback
 
+from ..config import environment
 from ..vocab.exit_codes import ExitCode
 
 # subcommand -> module under pytest_mlirtrace.cli (each defines add_parser(subparsers) and run(args) -> int)
@@ -31,7 +32,7 @@ COMMANDS = {
     "report": "report_cmd",
 }
 
-ENV_DEBUG = "MLIRTRACE_DEBUG"
+ENV_DEBUG = environment.DEBUG
 
 
 DESCRIPTION = """\
@@ -90,12 +91,18 @@ def _command_of(argv: list[str]) -> str | None:
     return argv[0] if argv and argv[0] in COMMANDS else None
 
 
-def _internal_error(exc: BaseException, argv) -> int:
-    """Report a bug in mlirtrace without a raw traceback: one line, and where the traceback was saved."""
+def _debug() -> bool:
+    """``MLIRTRACE_DEBUG`` set (to anything but 0): tracebacks of internal errors are printed."""
+    return environment.value(ENV_DEBUG) not in ("", "0")
+
+
+def _internal_error(exc: BaseException, argv, debug: bool = False) -> int:
+    """Report a bug in mlirtrace without a raw traceback: one line, and where the traceback was saved
+    (``debug``: the traceback printed instead)."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     first = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
     print(f"mlirtrace: internal error: {first}", file=sys.stderr)
-    if os.environ.get(ENV_DEBUG, "").strip() not in ("", "0"):
+    if debug:
         print(text, file=sys.stderr, end="")
         return ExitCode.FAILURE
     try:
@@ -113,6 +120,7 @@ def _internal_error(exc: BaseException, argv) -> int:
 def main(argv: list[str] | None = None) -> int:
     from ..runtime import DeviceError
 
+    debug = _debug()        # read where the command starts, as its settings are
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(_command_of(words)).parse_args(words)
     try:
@@ -131,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return ExitCode.ENVIRONMENT
     except Exception as e:  # noqa: BLE001 - a bug of ours: reported, never a raw traceback
-        return _internal_error(e, argv)
+        return _internal_error(e, argv, debug)
 
 
 if __name__ == "__main__":

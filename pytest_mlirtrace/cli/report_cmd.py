@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..config import environment
 from ..vocab.exit_codes import ExitCode
 from .common import CLIError, run_guarded, settings
 
@@ -24,7 +25,8 @@ def add_parser(sub, name):
     p.add_argument("-o", "--output", default="report.html", metavar="FILE",
                    help="the page to write (default report.html); links are relative to its folder")
     p.add_argument("--tuning-db", default=None, metavar="FILE",
-                   help="the tuning database (default: the one mlirtrace tune uses: env MLIRTRACE_TUNING_DB, "
+                   help="the tuning database (default: the one mlirtrace tune uses: env "
+                        f"{environment.TUNING_DB}, "
                         "else tuning.json in mlirtrace's cache)")
     p.add_argument("--no-tuning-db", action="store_true", help="show no tuning database")
     p.add_argument("--fuzz-report", default=None, metavar="FILE",

@@ -1,12 +1,14 @@
 """``mlirtrace tuning-db export|import FILE``: tuned results to and from MIGraphX's own files."""
 from __future__ import annotations
 
+from ..config import environment
 from .common import CLIError, add_device_options, run_guarded, settings
 
 
 def add_parser(sub, name):
     p = sub.add_parser(name, help="export or import tuning results in MIGraphX's formats",
-                       description="Move tuned results between mlirtrace's tuning database (MLIRTRACE_TUNING_DB) "
+                       description="Move tuned results between mlirtrace's tuning database "
+                                   f"({environment.TUNING_DB}) "
                                    "and MIGraphX's files: the MIGRAPHX_MLIR_TUNING_DB TSV (arch, CUs, problem, perf "
                                    "config) or the MIGRAPHX_PROBLEM_CACHE JSON.")
     p.add_argument("action", choices=("export", "import"))

@@ -9,23 +9,33 @@ MLIR module, a malformed instruction line, unbalanced braces) becomes a :class:`
 
 One job per module:
 
-* :mod:`.lines` -- logical lines (HTML-rendered and flattened logs split) and the line recognisers;
+* :mod:`.line_kinds` -- logical lines (HTML-rendered and flattened logs split) and the line recognisers;
 * :mod:`.parts` -- the typed parts (:class:`TraceLogParts` and what it holds);
-* :mod:`.reader` -- the state of one read; :mod:`.parse` -- the driver, :func:`parse_log`;
-* :mod:`.oneline` -- a line on its own; :mod:`.blocks` -- benchmark blocks and code objects;
-  :mod:`.errors` -- errors the log reports; :mod:`.dumps` -- module dumps;
-* :mod:`.mlirparts` -- MLIR modules: their extent, and why one cannot run; :mod:`.mlirscan` -- a
+* :mod:`.read_state` -- the state of one read; :mod:`.parse` -- the driver, :func:`parse_log`;
+* :mod:`.line_parts` -- a line on its own; :mod:`.line_parts` -- benchmark blocks and code objects;
+  :mod:`.line_parts` -- errors the log reports; :mod:`.module_dumps` -- module dumps;
+* :mod:`.mlir_modules` -- MLIR modules: their extent, and why one cannot run; :mod:`.mlir_scan` -- a
   forgiving scan of MLIR text (no parser: that is the ``mlir`` layer's job);
-* :mod:`.link` -- linking MLIR modules to dumps, blocks and errors.
+* :mod:`.linking` -- linking MLIR modules to dumps, blocks and errors.
 
 Problem keys and perf configs are the shared words of :mod:`pytest_mlirtrace.vocab`, re-exported here.
 """
-from ..vocab.perf_config import PerfConfig, parse_perf_config
-from ..vocab.problem_key import ProblemKey, parse_problem_key
+from ..vocab import PerfConfig, ProblemKey, parse_perf_config, parse_problem_key
 from .parse import parse_log
-from .parts import (BenchmarkBlock, CodeObjectDump, ErrorPart, KernelTiming, Link, LogError, MLIRPart, ModuleDump,
-                    OtherLine, Solution, TraceLogParts)
+from .parts import (
+                    BenchmarkBlock,
+                    CodeObjectDump,
+                    ErrorPart,
+                    KernelTiming,
+                    Link,
+                    LogError,
+                    LoggedSolution,
+                    MLIRPart,
+                    ModuleDump,
+                    OtherLine,
+                    TraceLogParts,
+)
 
-__all__ = ["parse_log", "TraceLogParts", "LogError", "ModuleDump", "MLIRPart", "BenchmarkBlock", "Solution",
+__all__ = ["parse_log", "TraceLogParts", "LogError", "ModuleDump", "MLIRPart", "BenchmarkBlock", "LoggedSolution",
            "ErrorPart", "Link", "OtherLine", "CodeObjectDump", "KernelTiming", "ProblemKey", "PerfConfig",
            "parse_problem_key", "parse_perf_config"]

@@ -5,16 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from .. import mlir as _mlir
-from .blocks import close_bench
-from .dumps import take_dump
-from .errors import take_traceback
-from .lines import (ALIAS, BLANK, COMMENT, FRAGMENT, MLIR_START, MODULE_HDR, STRAY_CLOSE, TRACEBACK, ins_candidate,
-                    logical_lines, single_claims)
-from .link import link
-from .mlirparts import classify_mlir, take_aliases, take_fragment, take_mlir
-from .oneline import single
+from .line_kinds import (
+    ALIAS,
+    BLANK,
+    COMMENT,
+    FRAGMENT,
+    MLIR_START,
+    MODULE_HDR,
+    STRAY_CLOSE,
+    TRACEBACK,
+    ins_candidate,
+    logical_lines,
+    single_claims,
+)
+from .line_parts import close_bench, single, take_traceback
+from .linking import link
+from .mlir_modules import classify_mlir, take_aliases, take_fragment, take_mlir
+from .module_dumps import take_dump
 from .parts import LogError, OtherLine, TraceLogParts
-from .reader import Reader
+from .read_state import Reader
 
 
 def parse_log(text: str, source: str = "<log>", *, mlir_layer: Any = True) -> TraceLogParts:

@@ -12,11 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir.module import Module
-from ..ir.text import print_module
-from ..vocab.perf_config import PerfConfig
-from ..vocab.problem_key import ProblemKey
-from .mlirscan import FuncScan, MLIRScan
+from ..ir import Module, print_module
+from ..vocab import PerfConfig, ProblemKey
+from .mlir_scan import FuncScan, MLIRScan
 
 
 @dataclass
@@ -167,7 +165,7 @@ class MLIRPart:
 
 
 @dataclass
-class Solution:
+class LoggedSolution:
     line: int
     config: PerfConfig
     status: str = "pending"          # timed / no_binary / failed / pending (no result line: cut or crashed)
@@ -190,7 +188,7 @@ class BenchmarkBlock:
     header_line: int | None = None
     problem: ProblemKey | None = None
     problem_line: int | None = None
-    solutions: list[Solution] = field(default_factory=list)
+    solutions: list[LoggedSolution] = field(default_factory=list)
     fastest: PerfConfig | None = None
     fastest_line: int | None = None
     skipped: int | None = None
@@ -205,23 +203,23 @@ class BenchmarkBlock:
         return self.fastest is not None
 
     @property
-    def timed(self) -> list[Solution]:
+    def timed(self) -> list[LoggedSolution]:
         return [s for s in self.solutions if s.status == "timed"]
 
     @property
-    def no_binary(self) -> list[Solution]:
+    def no_binary(self) -> list[LoggedSolution]:
         return [s for s in self.solutions if s.status == "no_binary"]
 
     @property
-    def failed(self) -> list[Solution]:
+    def failed(self) -> list[LoggedSolution]:
         return [s for s in self.solutions if s.status == "failed"]
 
     @property
-    def pending(self) -> list[Solution]:
+    def pending(self) -> list[LoggedSolution]:
         return [s for s in self.solutions if s.status == "pending"]
 
     @property
-    def best(self) -> Solution | None:
+    def best(self) -> LoggedSolution | None:
         t = [s for s in self.timed if s.time_ms is not None]
         return min(t, key=lambda s: s.time_ms) if t else None
 

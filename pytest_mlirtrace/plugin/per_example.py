@@ -23,6 +23,7 @@ import contextlib
 import pytest
 
 from .keys import FACADE_KEY
+from .marker import marker_options
 
 KEEP_FAILED = 64          # recorders of failing examples kept for the report (shrinking makes many)
 
@@ -44,7 +45,6 @@ class MlirtraceSession:
         if item is None:
             raise RuntimeError("mlirtrace_session.for_example() is for a running test (none is running)")
         from .facade import Mlirtrace
-        from .plugin import marker_options
 
         marks, err = marker_options(item)
         if err:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from html import escape
 
+from ..vocab import Status
+
 __all__ = ["esc", "solution_bars", "spread_histogram", "count_bars", "fmt_ms"]
 
 FONT = 'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" font-size="12"'
@@ -52,8 +54,8 @@ def solution_bars(rows, *, title: str = "time per solution", marked=(), best: st
     """Horizontal bars of the solutions that ran, fastest first (the fastest green); then the solutions that
     failed, as a short red bar with their status. ``rows``: (solution, status, time_ms or None); ``marked``:
     solutions to star (a finding's failing ones); ``best``: the database's fastest solution, noted."""
-    ok = sorted(((s, st, t) for s, st, t in rows if st == "ok" and t is not None), key=lambda r: r[2])
-    bad = [(s, st, t) for s, st, t in rows if not (st == "ok" and t is not None)]
+    ok = sorted(((s, st, t) for s, st, t in rows if st == Status.OK and t is not None), key=lambda r: r[2])
+    bad = [(s, st, t) for s, st, t in rows if not (st == Status.OK and t is not None)]
     shown = (ok + bad)[:MAX_ROWS]
     hidden = len(ok) + len(bad) - len(shown)
     marked = set(marked)
@@ -67,7 +69,7 @@ def solution_bars(rows, *, title: str = "time per solution", marked=(), best: st
     for i, (sol, status, t) in enumerate(shown):
         y = top + i * row_h
         tag = (" *" if sol in marked else "") + (" ★" if sol == best else "")
-        timed = status == "ok" and t is not None
+        timed = status == Status.OK and t is not None
         tip = f"{sol}: {fmt_ms(t) if timed else status}" + (" (fastest)" if timed and i == 0 else "") \
             + (" (a finding's failing solution)" if sol in marked else "") + (" (in the tuning database)" if sol == best else "")
         body.append(f'<g class="row"><title>{esc(tip)}</title>')

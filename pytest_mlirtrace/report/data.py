@@ -27,6 +27,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import environment
+from ..vocab import Status
+
 __all__ = ["ReportInputError", "Finding", "TuningRun", "Problem", "FuzzSummary", "ReportData", "gather",
            "parse_bench_table", "read_index", "read_replays", "read_tuning_db", "read_fuzz_report"]
 
@@ -101,7 +104,7 @@ class Problem:
         bad: dict[str, str] = {}
         for run in self.runs:
             for sol, status, t in run.rows:
-                if status == "ok" and t is not None:
+                if status == Status.OK and t is not None:
                     ok[sol] = min(t, ok.get(sol, t))
                 else:
                     bad.setdefault(sol, status)
@@ -224,7 +227,7 @@ def read_tuning_db(path: Path) -> list[dict]:
         rows = []
         for r in v.get("solutions") or []:      # kept by a tuner that stores every solution's result
             if isinstance(r, dict) and isinstance(r.get("solution"), str):
-                rows.append((r["solution"], str(r.get("status", "ok")), _num(r.get("time_ms"))))
+                rows.append((r["solution"], str(r.get("status", Status.OK)), _num(r.get("time_ms"))))
         out.append({"device": device, "problem_key": key, "solution": v["solution"], "time_ms": _num(v.get("time_ms")),
                     "stored": _num(v.get("stored")), "symbol": str(v.get("symbol") or ""),
                     "imported_from": str(v.get("imported_from") or ""), "rows": rows})
@@ -265,7 +268,7 @@ def parse_bench_table(text: str) -> list[tuple[str, str, float | None]]:
         if len(parts) < 5:
             continue
         solution, status, t = parts[0], " ".join(parts[1:-3]), _num(parts[-3])
-        rows.append((solution, status, t if status == "ok" else None))
+        rows.append((solution, status, t if status == Status.OK else None))
     return rows
 
 
@@ -339,7 +342,7 @@ def _problems(findings: list[Finding], db: list[dict]) -> list[Problem]:
             same.signatures.append(f.signature)
             continue
         origin = f.last_origin or f.first_origin or "a tune"
-        fault = f" with MLIRTRACE_INJECT={f.inject}" if f.inject else ""
+        fault = f" with {environment.INJECT}={f.inject}" if f.inject else ""
         p.runs.append(TuningRun(f"{origin}{fault}, recorded with {f.signature}", list(f.bench_rows), [f.signature]))
     for p in probs.values():
         if not p.runs:
@@ -347,7 +350,7 @@ def _problems(findings: list[Finding], db: list[dict]) -> list[Problem]:
                 if b["time_ms"] is not None:
                     p.runs.append(TuningRun(f"tuning database (device {b['device']}): it keeps the fastest solution "
                                             f"of a problem, not every solution tried",
-                                            [(b["solution"], "ok", b["time_ms"])], only_best=True))
+                                            [(b["solution"], Status.OK, b["time_ms"])], only_best=True))
     # problems with timings first, then by symbol and key
     return sorted((p for p in probs.values() if p.runs or p.best), key=lambda p: (not p.runs, p.symbol, p.key))
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ..config import environment
+from ..vocab import Status
 from .charts import count_bars, esc, fmt_ms, solution_bars, spread_histogram
 from .data import Finding, Problem, ReportData, relative_href
 
 __all__ = ["render"]
 
 VERDICT_CLASS = {"fixed": "good", "reproduces": "bad", "timed out": "bad", "differs": "warn", "missing": "warn"}
-KIND_COLORS = {"wrong": "#c62828", "crash": "#6a1b9a", "hang": "#ef6c00", "build_error": "#8d6e63",
-               "slow": "#f9a825", "assertion": "#546e7a", "imported": "#00838f"}
+KIND_COLORS = {Status.WRONG: "#c62828", Status.CRASH: "#6a1b9a", Status.HANG: "#ef6c00",
+               Status.BUILD_ERROR: "#8d6e63", Status.SLOW: "#f9a825", Status.ASSERTION: "#546e7a",
+               Status.IMPORTED: "#00838f"}
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg: #ffffff; --soft: #f6f8fa;
@@ -115,7 +118,7 @@ def _finding_row(f: Finding, out_dir: Path) -> str:
     origin = f.last_origin or f.first_origin
     details = [f"<div><b>problem key</b> <code class=\"key\">{esc(f.problem_key)}</code></div>" if f.problem_key else "",
                f"<div><b>stage</b> {esc(f.stage)}</div>" if f.stage else "",
-               f"<div><b>fault</b> <code>MLIRTRACE_INJECT={esc(f.inject)}</code> {esc(planted)}</div>" if f.inject else "",
+               f"<div><b>fault</b> <code>{environment.INJECT}={esc(f.inject)}</code> {esc(planted)}</div>" if f.inject else "",
                f"<div><b>seen</b> {esc(_when(f.first_seen))} … {esc(_when(f.last_seen))}, last by "
                f"<code>{esc(origin)}</code></div>" if origin else "",
                f"<div><b>last replay</b> <code>{esc(f.replay.line)}</code></div>" if f.replay and f.replay.line else "",
@@ -177,7 +180,7 @@ def _problem(i: int, p: Problem) -> str:
         return "\n".join(out)
     out.append('<div class="charts">')
     for run in p.runs:
-        marked = [s for r in run.rows for s in [r[0]] if r[1] != "ok"] if run.signatures else []
+        marked = [s for r in run.rows for s in [r[0]] if r[1] != Status.OK] if run.signatures else []
         out.append("<figure>" + solution_bars(run.rows, title=f"time per solution: {' '.join(p.key.split())}",
                                               marked=marked, best=best_sol)
                    + f"<figcaption>time per solution, fastest first; failed solutions in red. "

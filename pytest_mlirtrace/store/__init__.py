@@ -26,12 +26,14 @@ def local_path(spec: StoreSpec | None, name: str, given: str | None) -> str | No
 
 
 class Store:
-    """One run's store (``spec`` None: the local defaults). Front ends make one, ask it for the writer and
-    databases they need, and :meth:`close` it (pushing what waited in the outbox, or saying it couldn't)."""
+    """One run's store (``spec`` None: the local defaults; ``machine``: this machine's name in a fleet's
+    records, None: the host name). Front ends make one, ask it for the writer and databases they need, and
+    :meth:`close` it (pushing what waited in the outbox, or saying it couldn't)."""
 
-    def __init__(self, spec: StoreSpec | None = None, *, say=None, retry_s: float = 2.0, timeout_s: float = 2.0,
-                 outbox_path=None):
+    def __init__(self, spec: StoreSpec | None = None, *, machine: str | None = None, say=None,
+                 retry_s: float = 2.0, timeout_s: float = 2.0, outbox_path=None):
         self.spec = spec
+        self.machine = machine
         self.link = self.outbox = None
         self._examples = self._tuning = self._writer = None
         if spec is not None and spec.is_redis:
@@ -60,7 +62,7 @@ class Store:
             return ReproWriter(repro_dir)
         from .repros import FleetReproWriter
 
-        self._writer = FleetReproWriter(repro_dir, self.link, self.outbox)
+        self._writer = FleetReproWriter(repro_dir, self.link, self.outbox, self.machine)
         return self._writer
 
     def example_database(self, path: str | None, what: tuple):
@@ -93,7 +95,7 @@ class Store:
 
         link = self.link
         handlers = {"example": FleetDatabase(link, self.outbox).replay,
-                    "repro": FleetRepros(link).push,
+                    "repro": FleetRepros(link, self.machine).push,
                     "tuning": lambda e: push_tuning(link, e)}
         pushed, left = self.outbox.flush(handlers)
         if pushed:

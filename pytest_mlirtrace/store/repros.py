@@ -52,8 +52,10 @@ return {won, count, redis.call('HGET', KEYS[1], 'owner')}
 """
 
 
-def machine_name() -> str:
-    return os.environ.get("MLIRTRACE_MACHINE") or socket.gethostname() or "?"
+def machine_name(machine: str | None = None) -> str:
+    """This machine's name in the fleet's records: ``machine`` (the ``machine`` setting a front end resolved),
+    else the host name."""
+    return machine or socket.gethostname() or "?"
 
 
 def _keys(sig: str) -> list[str]:
@@ -63,15 +65,16 @@ def _keys(sig: str) -> list[str]:
 class FleetRepros:
     """The fleet's reproducer registry in Redis (through a :class:`~.link.RedisLink`)."""
 
-    def __init__(self, link):
+    def __init__(self, link, machine: str | None = None):
         self.link = link
+        self.machine = machine_name(machine)
         self._script = link.client.register_script(_CLAIM)
 
     def claim(self, sig: str, entry: dict | None, files: dict | None, hit: str, n: int = 1) -> tuple[int, int, str]:
         """(won: 1 claimed now / 0 known / -1 unknown and nothing given to claim it with, the fleet's count,
         the owner)."""
         only_known = "1" if files is None else "0"
-        args = [f"{machine_name()}:{os.getpid()}", json.dumps(entry or {}), json.dumps(files or {}), hit,
+        args = [f"{self.machine}:{os.getpid()}", json.dumps(entry or {}), json.dumps(files or {}), hit,
                 repr(time.time()), sig, int(n), only_known]
         won, count, owner = self.link.call(lambda _r: self._script(keys=_keys(sig), args=args), what="reproducer claim")
         return int(won), int(count), owner.decode() if isinstance(owner, bytes) else str(owner or "")
@@ -117,11 +120,11 @@ class FleetReproWriter:
     """A :class:`~pytest_mlirtrace.repro.ReproWriter` whose signatures are shared with the fleet (the same
     ``write`` / ``write_all`` / ``index`` / ``paths`` / ``dir``): see the module's docstring."""
 
-    def __init__(self, repro_dir, link, outbox):
+    def __init__(self, repro_dir, link, outbox, machine: str | None = None):
         self.local = ReproWriter(repro_dir)
         self.dir = self.local.dir
         self.link, self.outbox = link, outbox
-        self.fleet = FleetRepros(link)
+        self.fleet = FleetRepros(link, machine)
 
     def index(self) -> list[dict]:
         return self.local.index()
@@ -141,7 +144,7 @@ class FleetReproWriter:
 
     def write(self, rec, also=(), passed=()) -> WrittenRepro:
         sig = signature(rec)
-        hit = f"{machine_name()} | {device_key(rec)}"
+        hit = f"{self.fleet.machine} | {device_key(rec)}"
         try:
             won, count, _ = self.fleet.claim(sig, None, None, hit)
             if won == -1:

@@ -4,7 +4,7 @@ A module is ``module {`` ... ``}`` (or a bare ``func.func``, maybe after ``#map 
 migraphx dialect with ``tensor<>`` or ``!migraphx.shaped<>`` types, or lowered (rock dialect, memrefs),
 which is kept and classified.  Braces are counted outside strings and comments; stderr lines printed in
 the middle of a module are read on their own and the module goes on; a module the log cuts is kept
-and reported.  Each module is then scanned (:mod:`.mlirscan`), parsed by the ``mlir`` layer when
+and reported.  Each module is then scanned (:mod:`.mlir_scan`), parsed by the ``mlir`` layer when
 one is given, and given every reason it cannot run.
 """
 from __future__ import annotations
@@ -13,14 +13,12 @@ import re
 from typing import Any
 
 from ..ir.dtypes import BY_MLIR
-from .lines import (ALIAS, BLANK, MLIR_BODY, MLIR_CONT, MLIR_START, Line, braces, indent, looks_log,
-                    strong_stop)
-from .link import derived_problems
-from .mlirscan import MLIRScan, scan_mlir
-from .oneline import single
+from .line_kinds import ALIAS, BLANK, MLIR_BODY, MLIR_CONT, MLIR_START, Line, braces, indent, looks_log, strong_stop
+from .line_parts import single
+from .linking import derived_problems
+from .mlir_scan import MLIRScan, scan_mlir
 from .parts import LogError, MLIRPart, OtherLine, TraceLogParts
-from .reader import Reader
-
+from .read_state import Reader
 
 _LOOKAHEAD = 12
 

@@ -13,10 +13,9 @@ import re
 from math import prod
 from typing import Any
 
-from ..vocab.problem_key import ProblemKey
-from .mlirscan import FuncScan, scan_mlir
+from ..vocab import ProblemKey
+from .mlir_scan import FuncScan, scan_mlir
 from .parts import Link, MLIRPart, ModuleDump, TraceLogParts
-
 
 _WINDOW = 32
 

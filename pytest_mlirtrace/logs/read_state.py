@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .lines import Line
-from .parts import BenchmarkBlock, ErrorPart, Solution, TraceLogParts
+from .line_kinds import Line
+from .parts import BenchmarkBlock, ErrorPart, LoggedSolution, TraceLogParts
 
 
 @dataclass
@@ -16,7 +16,7 @@ class Reader:
     layer: Any = None                              # the mlir layer (parse_mlir, maybe emit_mlir), or None
     bench: BenchmarkBlock | None = None            # the open benchmark block
     closed_bench: BenchmarkBlock | None = None     # the block a "Fastest solution" line just closed
-    pending_solution: Solution | None = None       # being benchmarked: its result line not seen yet
+    pending_solution: LoggedSolution | None = None       # being benchmarked: its result line not seen yet
     last_error: ErrorPart | None = None
     last_error_idx: int = -10                      # the logical line index of the last error line
     last_mlir_idx: int = -10                       # ... of the last line of the last MLIR module

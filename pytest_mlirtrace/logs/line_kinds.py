@@ -12,7 +12,8 @@ import html
 import re
 from dataclasses import dataclass
 
-from .mlirscan import unquoted
+from ..vocab import Status
+from .mlir_scan import unquoted
 
 
 # ================================================================= lexing ==
@@ -137,7 +138,7 @@ ERR_PATTERNS: list[tuple[str, re.Pattern]] = [
                              r"without an active exception|recursively)")),
     ("gpu_fault", re.compile(r"Memory access fault by GPU|HSA_STATUS_ERROR|GPU core dump|Page not present")),
     ("hip_error", re.compile(r"\bhipError\w+|\bHIP (?:runtime )?error", re.I)),
-    ("crash", re.compile(r"\b(?:Segmentation fault|Bus error|Floating point exception|Illegal instruction)\b|"
+    (Status.CRASH, re.compile(r"\b(?:Segmentation fault|Bus error|Floating point exception|Illegal instruction)\b|"
                          r"^\s*(?:Aborted|Killed)\b|\(core dumped\)")),
     ("test_failed", re.compile(r"^\s*\[\s*FAILED\s*\]")),
     ("mlirtrace_failure", re.compile(r"^\s*mlirtrace: solution (?P<sol>\S+) failed at (?P<stage>[^:]+):")),

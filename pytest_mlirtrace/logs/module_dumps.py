@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import re
 
+from ..ir import Instruction, Module, Shape, TextParseError, parse_module
 from ..ir.dtypes import BY_MIGRAPHX
-from ..ir.module import Instruction, Module
-from ..ir.shape import Shape
-from ..ir.text import TextParseError, not_runnable, parse_instruction_line, parse_module
-from .lines import BLANK, INS, MLIR_START, MODULE_HDR, balanced_end, ins_candidate, name_prefix, strong_stop
-from .oneline import single
+from ..ir.text import not_runnable, parse_instruction_line
+from .line_kinds import BLANK, INS, MLIR_START, MODULE_HDR, balanced_end, ins_candidate, name_prefix, strong_stop
+from .line_parts import single
 from .parts import LogError, ModuleDump, OtherLine
-from .reader import Reader
-
+from .read_state import Reader
 
 _SHAPE_TAIL = re.compile(r"^\s*->\s*(?P<type>\w+)\s*,\s*(?P<lens>\{[^{}]*\})\s*,\s*(?P<strides>\{[^{}]*\})\s*"
                          r"(?:,\s*target_id=(?P<tid>\d+))?\s*$")

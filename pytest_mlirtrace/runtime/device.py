@@ -205,6 +205,8 @@ _lock = threading.Lock()
 _cache: list[DeviceInfo] | None = None
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+#: the line of ``worker.py --list``'s output that holds the devices (JSON after it)
+DEVICE_LIST_LINE = "mlirtrace-devices: "
 
 
 def remember_devices(devs: list[DeviceInfo]) -> None:
@@ -238,8 +240,8 @@ def list_devices(refresh: bool = False, timeout_s: float = 120.0) -> list[Device
                           + cp.stderr[-4000:])
     payload = None
     for line in cp.stdout.splitlines():
-        if line.startswith("MLIRTRACE_DEVICES="):
-            payload = json.loads(line.split("=", 1)[1])
+        if line.startswith(DEVICE_LIST_LINE):
+            payload = json.loads(line[len(DEVICE_LIST_LINE):])
     if payload is None:
         raise DeviceError("device enumeration printed nothing:\n" + cp.stderr[-4000:])
     if payload.get("error"):

@@ -32,10 +32,19 @@ from concurrent.futures import Future
 import numpy as np
 
 from .. import fs
-from . import kcache, pocl_fix
-from .device import (WORKER_SCRIPT, DeviceError, DeviceInfo, EnvironmentFailure, default_device_spec,
-                     known_devices, match_spec, remember_devices)
+from ..config import environment
+from .device import (
+    WORKER_SCRIPT,
+    DeviceError,
+    DeviceInfo,
+    EnvironmentFailure,
+    default_device_spec,
+    known_devices,
+    match_spec,
+    remember_devices,
+)
 from .job import JobResult, KernelJob
+from .opencl_env import ensure_opencl_env
 from .workerproc import Dead, Timeout, WorkerProc, signal_name
 
 __all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT"]
@@ -166,7 +175,7 @@ class WorkerPool:
         self._build_batch = None if build_batch is None else int(build_batch)
 
         try:   # prepare once here; every worker applies it again after importing pyopencl
-            pocl_fix.ensure_opencl_env(import_pyopencl=False)
+            ensure_opencl_env(import_pyopencl=False)
         except Exception:  # pragma: no cover - the workers will report what is wrong
             pass
         self._env = dict(os.environ)
@@ -201,9 +210,9 @@ class WorkerPool:
 
     # --- worker management ---------------------------------------------
     def _spawn(self, slot: _Slot) -> WorkerProc:
-        # the worker of slot i keeps its kernel cache in shard i where it can (kcache.claim_shard): builds go to
+        # the worker of slot i keeps its kernel cache in shard i where it can (opencl_env.claim_shard): builds go to
         # slots in a fixed order (build_async), so a second process finds each kernel where it left it
-        w = WorkerProc(self._spec, {**self._env, kcache.ENV_PREFER: str(slot.index)})
+        w = WorkerProc(self._spec, {**self._env, environment.KCACHE_SHARD: str(slot.index)})
         slot.worker = w
         self.stats["spawned"] += 1
         return w
@@ -426,7 +435,7 @@ class WorkerPool:
         # each worker builds up to ``size`` kernels at a time as one program; a group whose worker crashed or hung
         # is built again kernel by kernel, so that the verdict is each one's. Groups go to the slots in turn, not
         # to whichever is free: the same request builds each kernel on the same slot in every process, whose
-        # worker keeps its kernel cache in the same shard (kcache.claim_shard), so a second process finds it there
+        # worker keeps its kernel cache in the same shard (opencl_env.claim_shard), so a second process finds it there
         size = max(1, min(self.build_batch, -(-len(todo) // max(1, n))))
         groups: list[list[str]] = []
         while todo:
@@ -648,7 +657,7 @@ class WorkerPool:
     def forget(self, key: str) -> None:
         """Forget the program ``key`` (a job whose results were judged wrong): the worker holding it
         drops it and removes what it wrote to the kernel cache, so the next run of it is cold again,
-        as the first was (see kcache.py)."""
+        as the first was (see opencl_env/pocl_cache.py)."""
         self._check_open()
         with self._lock:
             self._builds.pop(key, None)

@@ -39,22 +39,27 @@ RESIDENT_MAX_BYTES = 8 << 30
 RESIDENT_CPU_BYTES = 256 << 20
 
 
-# ------------------------------------------------------- sibling loader ---
+# ------------------------------------------------------- package modules ---
+
+def _package_by_path() -> None:
+    """Run as a script: make the package's modules importable from the files around this one, without running
+    the ``__init__`` of the package, of ``runtime`` or of ``config`` (they import numpy, the pool, the settings),
+    whether or not the package is installed where this interpreter looks."""
+    import types
+    root = os.path.dirname(_HERE)
+    top = os.path.basename(root)
+    for name, path in ((top, root), (f"{top}.runtime", _HERE), (f"{top}.config", os.path.join(root, "config"))):
+        if name not in sys.modules:
+            mod = types.ModuleType(name)
+            mod.__path__ = [path]
+            sys.modules[name] = mod
+
 
 def _load_sibling(name: str):
-    import importlib.util
-    pkg = __package__
-    if pkg:  # imported as part of the package
-        import importlib
-        return importlib.import_module(f"{pkg}.{name}")
-    modname = f"_mlirtrace_runtime_{name}"
-    if modname in sys.modules:
-        return sys.modules[modname]
-    spec = importlib.util.spec_from_file_location(modname, os.path.join(_HERE, f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """The module ``runtime.<name>`` (``opencl_env.prepare``, ``device``, ...)."""
+    import importlib
+    pkg = __package__ or f"{os.path.basename(os.path.dirname(_HERE))}.runtime"
+    return importlib.import_module(f"{pkg}.{name}")
 
 
 # ------------------------------------------------------ device queries ----
@@ -125,30 +130,31 @@ def _enumerate(cl, devmod):
 
 
 def _setup_env():
-    # mlirtrace owns the kernel cache (PoCL's, see kcache.py): pyopencl's own binary cache must not
+    # mlirtrace owns the kernel cache (PoCL's, see opencl_env/pocl_cache.py): pyopencl's own binary cache must not
     # answer a build instead of the driver (it is read at pyopencl's import)
     os.environ["PYOPENCL_NO_CACHE"] = "1"
     # import pyopencl first: its import resets PYOPENCL_HOME, which
     # ensure_opencl_env() must override afterwards
     import warnings
+
     import pyopencl as cl
     # build logs are returned to the parent; no CompilerWarning noise on stderr
     warnings.filterwarnings("ignore", category=getattr(cl, "CompilerWarning", UserWarning))
-    pocl_fix = _load_sibling("pocl_fix")
-    pocl_fix.ensure_opencl_env()
-    return cl, pocl_fix
+    env = _load_sibling("opencl_env.prepare")
+    env.ensure_opencl_env()
+    return cl, env
 
 
 def main_list() -> int:
     import json
+    devmod = _load_sibling("device")
     try:
         cl, _fix = _setup_env()
-        devmod = _load_sibling("device")
         devs = [d for d, _ in _enumerate(cl, devmod)]
         payload = {"devices": devs}
     except Exception as e:  # report, don't traceback
         payload = {"error": f"{type(e).__name__}: {e}", "devices": []}
-    sys.stdout.write("MLIRTRACE_DEVICES=" + json.dumps(payload) + "\n")
+    sys.stdout.write(devmod.DEVICE_LIST_LINE + json.dumps(payload) + "\n")
     sys.stdout.flush()
     os._exit(0)  # skip driver teardown
 
@@ -178,7 +184,7 @@ class _Server:
         self.check_kernels = {}      # storage kind -> the built devcheck kernel
         self.fp64 = None
         self.resident_cap = None     # bytes of inputs kept: _resident_cap()
-        self.shard = None    # kcache.Shard: this process's part of mlirtrace's PoCL kernel cache
+        self.shard = None    # pocl_cache.Shard: this process's part of mlirtrace's PoCL kernel cache
 
     def send(self, obj):
         self.out.send(obj)
@@ -188,7 +194,7 @@ class _Server:
         t0 = time.perf_counter()
         try:
             cl, fix = _setup_env()
-            self._claim_kernel_cache(fix)
+            self._claim_kernel_cache()
             import numpy as np
             devmod = _load_sibling("device")
             found = _enumerate(cl, devmod)
@@ -215,27 +221,15 @@ class _Server:
                        "traceback": traceback.format_exc()})
             return False
         self.send({"op": "ready", "pid": os.getpid(), "device": chosen.to_dict(),
-                   "devices": [d for d, _ in found], "fix": dict(getattr(fix, "_state", None) or {}),
+                   "devices": [d for d, _ in found], "fix": fix.fix_state(),
                    "startup_s": time.perf_counter() - t0, "protocol": PROTOCOL_VERSION,
                    "kernel_cache": self.shard.path if self.shard else None})
         return True
 
-    def _claim_kernel_cache(self, fix) -> None:
-        """PoCL's on-disk cache: a shard of mlirtrace's own directory (see kcache.py), set before
-        PoCL starts.  No shard to be had: no cache, rather than one shared with other processes."""
-        if os.environ.get("POCL_KERNEL_CACHE", "1").strip() == "0":
-            return
-        kc = _load_sibling("kcache")
-        root = os.environ.get(kc.ENV_ROOT) or kc.cache_root(fix.cache_dir(), *fix.pocl_identity())
-        try:
-            prefer = int(os.environ.get(kc.ENV_PREFER, "0") or 0)
-        except ValueError:
-            prefer = 0
-        self.shard = kc.claim_shard(root, prefer)
-        if self.shard is not None:
-            os.environ["POCL_CACHE_DIR"] = self.shard.path
-        else:
-            os.environ["POCL_KERNEL_CACHE"] = "0"
+    def _claim_kernel_cache(self) -> None:
+        """PoCL's on-disk cache: a shard of mlirtrace's own directory (see opencl_env/pocl_cache.py), set
+        before PoCL starts."""
+        self.shard = _load_sibling("opencl_env.pocl_cache").claim_worker_shard()
 
     def warm_up(self):
         """The first build in a process pays ~0.5 s of clang/LLVM start-up
@@ -733,6 +727,8 @@ def main_serve(spec: str) -> int:
 def main(argv: list[str]) -> int:
     if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
         sys.path.pop(0)      # don't let our module names shadow anything
+    if not __package__:
+        _package_by_path()
     if len(argv) >= 1 and argv[0] == "--list":
         return main_list()
     if len(argv) >= 2 and argv[0] == "--serve":

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from pytest_mlirtrace import fs
-from pytest_mlirtrace.repro import files as repro_files
-from pytest_mlirtrace.runtime import pocl_fix, pool as pool_mod
+from pytest_mlirtrace.config import environment
 from pytest_mlirtrace.engine import database
+from pytest_mlirtrace.repro import files as repro_files
+from pytest_mlirtrace.runtime import opencl_env
+from pytest_mlirtrace.runtime import pool as pool_mod
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -141,7 +143,7 @@ def test_cache_dir_env_override(tmp_path, monkeypatch):
     monkeypatch.setenv(fs.ENV_CACHE_DIR, str(d))
     assert fs.cache_dir() == str(d) and d.is_dir()
     # both users resolve it the same way
-    assert pocl_fix.cache_dir() == str(d) and pocl_fix.ENV_CACHE == fs.ENV_CACHE_DIR
+    assert opencl_env.cache_dir() == str(d) and environment.CACHE_DIR == fs.ENV_CACHE_DIR
     monkeypatch.delenv("MLIRTRACE_TUNING_DB", raising=False)
     assert database.default_path() == d / "tuning.json"
     assert database.TuningDatabase().path == d / "tuning.json"
@@ -174,7 +176,7 @@ def test_cache_dir_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(fs.os, "access",
                         lambda p, m, **kw: False if str(p) == str(ro) else real_access(p, m, **kw))
     monkeypatch.setenv(fs.ENV_CACHE_DIR, str(ro))
-    assert fs.cache_dir() == fallback == pocl_fix.cache_dir()
+    assert fs.cache_dir() == fallback == opencl_env.cache_dir()
 
 
 # -------------------------------------------------------- the bench lock ---

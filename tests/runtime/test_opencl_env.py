@@ -1,4 +1,4 @@
-"""The PoCL getHostCPUName patch and the ICD environment."""
+"""The OpenCL environment (runtime.opencl_env): the PoCL getHostCPUName patch and the ICD files."""
 
 import json
 import os
@@ -8,8 +8,11 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.runtime import pocl_fix as pf
-from pytest_mlirtrace.runtime import pocl_patch as pp
+from pytest_mlirtrace.config import environment
+from pytest_mlirtrace.runtime import opencl_env
+from pytest_mlirtrace.runtime.device import DEVICE_LIST_LINE, WORKER_SCRIPT
+from pytest_mlirtrace.runtime.opencl_env import host_cpu, icd_files, pocl_cpu_fix, prepare
+from pytest_mlirtrace.runtime.opencl_env import libpocl_patch as pp
 
 # --------------------------------------------------------- synthetic ELF ---
 
@@ -48,7 +51,7 @@ def decode_patch(data: bytes, site) -> tuple[str, int]:
     assert code[:3] == b"\x48\x8d\x05" and code[7] == 0xBA and code[12] == 0xC3
     disp = struct.unpack_from("<i", code, 3)[0]
     length = struct.unpack_from("<I", code, 8)[0]
-    elf = pf.ElfImage(data)
+    elf = pp.ElfImage(data)
     off = elf.vaddr_to_offset(site.target_vaddr + 7 + disp)
     s = data[off:off + length]
     assert data[off + length] == 0 and data[off - 1] == 0
@@ -57,49 +60,49 @@ def decode_patch(data: bytes, site) -> tuple[str, int]:
 
 def test_synthetic_pattern_search_and_patch():
     lib = synthetic_lib()
-    site = pf.find_patch_site(lib)
+    site = pp.find_patch_site(lib)
     assert site.func_offset == FUNC_OFF
     assert site.target_offset == TARGET_OFF
     assert site.target_vaddr == TEXT_VA + TARGET_OFF - TEXT_OFF
     assert not site.already_patched
     for name in ("x86-64-v2", "x86-64-v3", "x86-64-v4"):
-        patched = pf.patch_libpocl_bytes(lib, name)
+        patched = pp.patch_libpocl_bytes(lib, name)
         assert len(patched) == len(lib)
-        again = pf.find_patch_site(patched)
+        again = pp.find_patch_site(patched)
         assert again.already_patched and again.target_offset == TARGET_OFF
         assert decode_patch(patched, again) == (name, len(name))
         # only the 13 bytes at the target changed
         diff = [i for i in range(len(lib)) if lib[i] != patched[i]]
         assert diff and min(diff) >= TARGET_OFF and max(diff) < TARGET_OFF + 13
-        with pytest.raises(pf.PatchError, match="already"):
-            pf.patch_libpocl_bytes(patched, name)
+        with pytest.raises(pp.PatchError, match="already"):
+            pp.patch_libpocl_bytes(patched, name)
 
 
 def test_synthetic_wrong_signatures_rejected():
     lib = bytearray(synthetic_lib(with_decoy=False))
     lib[TARGET_OFF + 5] = 0x90            # cpuid no longer there
-    with pytest.raises(pf.PatchError):
-        pf.find_patch_site(bytes(lib))
-    with pytest.raises(pf.PatchError, match="not found"):
-        pf.patch_libpocl_bytes(synthetic_lib(), "znver5")   # string not in the file
-    with pytest.raises(pf.PatchError):
-        pf.find_patch_site(b"not an elf" + bytes(100))
+    with pytest.raises(pp.PatchError):
+        pp.find_patch_site(bytes(lib))
+    with pytest.raises(pp.PatchError, match="not found"):
+        pp.patch_libpocl_bytes(synthetic_lib(), "znver5")   # string not in the file
+    with pytest.raises(pp.PatchError):
+        pp.find_patch_site(b"not an elf" + bytes(100))
 
 
 def test_choose_cpu_name():
     v4 = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
     v3 = {"avx2", "fma", "bmi1", "bmi2", "movbe", "f16c"}
     v2 = {"sse4_2", "popcnt", "ssse3"}
-    assert pf.choose_cpu_name(v4 | v3 | v2) == "x86-64-v4"
-    assert pf.choose_cpu_name(v3 | v2) == "x86-64-v3"
-    assert pf.choose_cpu_name((v3 - {"movbe"}) | v2) == "x86-64-v2"
-    assert pf.choose_cpu_name(set()) == "x86-64"
-    assert pf.host_cpu_flags("processor: 0\nflags\t\t: fpu avx2 fma\n") == {"fpu", "avx2", "fma"}
+    assert host_cpu.choose_cpu_name(v4 | v3 | v2) == "x86-64-v4"
+    assert host_cpu.choose_cpu_name(v3 | v2) == "x86-64-v3"
+    assert host_cpu.choose_cpu_name((v3 - {"movbe"}) | v2) == "x86-64-v2"
+    assert host_cpu.choose_cpu_name(set()) == "x86-64"
+    assert host_cpu.host_cpu_flags("processor: 0\nflags\t\t: fpu avx2 fma\n") == {"fpu", "avx2", "fma"}
 
 
 # ----------------------------------------------------------- real libpocl ---
 
-BUNDLED = pf.find_bundled_libpocl()
+BUNDLED = pocl_cpu_fix.find_bundled_libpocl()
 needs_lib = pytest.mark.skipif(BUNDLED is None, reason="no libpocl bundled with pyopencl")
 
 
@@ -107,28 +110,28 @@ needs_lib = pytest.mark.skipif(BUNDLED is None, reason="no libpocl bundled with 
 def test_real_libpocl_site():
     with open(BUNDLED, "rb") as f:
         data = f.read()
-    site = pf.find_patch_site(data)
+    site = pp.find_patch_site(data)
     assert not site.already_patched
     assert data[site.func_offset:site.func_offset + 7] == pp.POCL_FUNC_SIG
     assert data[site.target_offset:site.target_offset + 7] == pp.HOST_CPU_SIG
-    elf = pf.ElfImage(data)
+    elf = pp.ElfImage(data)
     va = elf.dynamic_symbol(pp.SYMBOL)
     assert va is not None and elf.vaddr_to_offset(va) == site.func_offset
     assert site.target_offset == site.target_vaddr       # text: offset == vaddr here
-    cpu = pf.choose_cpu_name(pf.host_cpu_flags())
+    cpu = host_cpu.choose_cpu_name(host_cpu.host_cpu_flags())
     if cpu == "x86-64":
         pytest.skip("host below x86-64-v2")
-    patched = pf.patch_libpocl_bytes(data, cpu)
-    assert decode_patch(patched, pf.find_patch_site(patched)) == (cpu, len(cpu))
+    patched = pp.patch_libpocl_bytes(data, cpu)
+    assert decode_patch(patched, pp.find_patch_site(patched)) == (cpu, len(cpu))
 
 
 @needs_lib
 def test_fix_state_consistent():
-    st = pf.fix_state()
-    if os.environ.get(pf.ENV_OPT_OUT):
+    st = opencl_env.fix_state()
+    if os.environ.get(environment.NO_POCL_FIX):
         assert not st["pocl_fix"]
         return
-    forced = os.environ.get(pf.ENV_TARGET_CPU, "").strip()
+    forced = os.environ.get(environment.POCL_CPU, "").strip()
     if st.get("reported_cpu") == "generic" or forced:
         # LLVM can't name this CPU, or the user named the target (MLIRTRACE_POCL_CPU): patched
         assert st["pocl_fix"], st
@@ -138,7 +141,7 @@ def test_fix_state_consistent():
         root = os.path.dirname(os.path.dirname(os.path.dirname(st["patched_lib"])))
         link = os.path.join(root, "pocl_binary_distribution")
         assert os.path.islink(link) and os.path.isdir(os.path.join(link, ".libs", "share", "pocl"))
-        assert pf.query_llvm_cpu_name(st["patched_lib"]) == st["cpu_name"]
+        assert pocl_cpu_fix.query_llvm_cpu_name(st["patched_lib"]) == st["cpu_name"]
         with open(os.path.join(st["vendors"], "mlirtrace-pocl.icd")) as f:
             assert f.read().strip() == st["patched_lib"]
     else:
@@ -158,11 +161,11 @@ def test_user_icds_are_kept_and_opt_out(tmp_path):
     user.mkdir()
     (user / "foo.icd").write_text("libfoo-opencl-does-not-exist.so\n")
     env = {k: v for k, v in os.environ.items()
-           if k not in ("OCL_ICD_VENDORS", pf.ENV_ORIG_VENDORS, pf.ENV_PYOPENCL_HOME)}
+           if k not in ("OCL_ICD_VENDORS", environment.ORIG_OCL_ICD_VENDORS, environment.PYOPENCL_HOME)}
     env["OCL_ICD_VENDORS"] = str(user)
-    code = ("import json, os; from pytest_mlirtrace.runtime import pocl_fix as pf\n"
-            "pf.ensure_opencl_env(import_pyopencl=False)\n"
-            "print(json.dumps([pf.fix_state(), os.environ.get('OCL_ICD_VENDORS')]))\n")
+    code = ("import json, os; from pytest_mlirtrace.runtime import opencl_env\n"
+            "opencl_env.ensure_opencl_env(import_pyopencl=False)\n"
+            "print(json.dumps([opencl_env.fix_state(), os.environ.get('OCL_ICD_VENDORS')]))\n")
     st, vendors = json.loads(_run_py(code, env).strip().splitlines()[-1])
     if st["pocl_fix"]:
         assert vendors == st["vendors"] != str(user)
@@ -171,11 +174,11 @@ def test_user_icds_are_kept_and_opt_out(tmp_path):
         assert (open(os.path.join(vendors, "foo.icd")).read().strip()
                 == "libfoo-opencl-does-not-exist.so")
         # PoCL still enumerates next to the broken user ICD
-        out = subprocess.run([sys.executable, pf.__file__.replace("pocl_fix.py", "worker.py"),
-                              "--list"], env=env, capture_output=True, text=True, timeout=120)
-        devs = json.loads(out.stdout.split("MLIRTRACE_DEVICES=", 1)[1])["devices"]
+        out = subprocess.run([sys.executable, WORKER_SCRIPT, "--list"], env=env, capture_output=True, text=True,
+                             timeout=120)
+        devs = json.loads(out.stdout.split(DEVICE_LIST_LINE, 1)[1])["devices"]
         assert any(d["key_name"] == "pocl-cpu" for d in devs)
-    env[pf.ENV_OPT_OUT] = "1"
+    env[environment.NO_POCL_FIX] = "1"
     st, vendors = json.loads(_run_py(code, env).strip().splitlines()[-1])
     assert not st["pocl_fix"] and "disabled" in st["reason"]
 
@@ -183,22 +186,22 @@ def test_user_icds_are_kept_and_opt_out(tmp_path):
 def test_nvidia_icd_added_when_missing(tmp_path, monkeypatch):
     drv = tmp_path / "driver"
     drv.mkdir()
-    (drv / pf.NVIDIA_LIB).write_bytes(b"")
+    (drv / icd_files.NVIDIA_LIB).write_bytes(b"")
     user = tmp_path / "vendors"
     user.mkdir()
     (user / "other.icd").write_text("libother.so\n")
-    monkeypatch.setattr(pf, "NVIDIA_DIRS", (str(drv),))
-    monkeypatch.setattr(pf, "find_bundled_libpocl", lambda: None)
-    monkeypatch.setenv(pf.ENV_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setattr(icd_files, "NVIDIA_DIRS", (str(drv),))
+    monkeypatch.setattr(pocl_cpu_fix, "find_bundled_libpocl", lambda: None)
+    monkeypatch.setenv(environment.CACHE_DIR, str(tmp_path / "cache"))
     monkeypatch.setenv("OCL_ICD_VENDORS", str(user))
-    monkeypatch.delenv(pf.ENV_ORIG_VENDORS, raising=False)
-    st = pf._compute_state()
-    assert st["nvidia"] == str(drv / pf.NVIDIA_LIB)
+    monkeypatch.delenv(environment.ORIG_OCL_ICD_VENDORS, raising=False)
+    st = prepare._compute_state()
+    assert st["nvidia"] == str(drv / icd_files.NVIDIA_LIB)
     files = {n: open(os.path.join(st["vendors"], n)).read().strip()
              for n in os.listdir(st["vendors"])}
-    assert files == {"nvidia.icd": str(drv / pf.NVIDIA_LIB), "other.icd": "libother.so"}
+    assert files == {"nvidia.icd": str(drv / icd_files.NVIDIA_LIB), "other.icd": "libother.so"}
     # an ICD that already names the driver: nothing to add
     (user / "nv.icd").write_text("libnvidia-opencl.so.1\n")
-    monkeypatch.delenv(pf.ENV_ORIG_VENDORS, raising=False)
-    st = pf._compute_state()
+    monkeypatch.delenv(environment.ORIG_OCL_ICD_VENDORS, raising=False)
+    st = prepare._compute_state()
     assert st["nvidia"] is None and st["vendors"] is None

@@ -19,8 +19,9 @@ written during a job belong to that job:
   removes every entry written since that start time before PoCL sees the shard.
 
 The directory is keyed by mlirtrace's version, PoCL's version and library, and the CPU that PoCL
-builds for, so a new release or another target never reads old binaries.  Standard library only
-(the worker loads this module by file path).
+builds for, so a new release or another target never reads old binaries.  A worker claims its shard with
+:func:`claim_worker_shard`: in ``MLIRTRACE_KCACHE_ROOT`` when set (a test's cache that no other process
+uses), trying shard ``MLIRTRACE_KCACHE_SHARD`` first (its pool slot: ``WorkerPool`` sets it).
 """
 from __future__ import annotations
 
@@ -29,10 +30,12 @@ import os
 import shutil
 import time
 
-__all__ = ["Shard", "claim_shard", "cache_root", "ENV_ROOT", "ENV_PREFER"]
+from ... import fs
+from ...config import environment
+from .prepare import pocl_identity
 
-ENV_ROOT = "MLIRTRACE_KCACHE_ROOT"    # a kernel cache directory of its own (tests: one no other process uses)
-ENV_PREFER = "MLIRTRACE_KCACHE_SHARD"  # the shard a worker tries first (its pool slot: WorkerPool sets it)
+__all__ = ["Shard", "claim_shard", "claim_worker_shard", "cache_root", "JOURNAL"]
+
 MAX_SHARDS = 64
 JOURNAL = "INFLIGHT"
 _WINDOWS_PER_KEY = 8
@@ -206,3 +209,22 @@ def claim_shard(root: str, prefer: int = 0) -> Shard | None:
         shard.recover()
         return shard
     return None
+
+
+def claim_worker_shard() -> Shard | None:
+    """The shard of this worker process, PoCL's cache pointed at it (``POCL_CACHE_DIR``) before PoCL starts.
+    No shard to be had: PoCL's cache is switched off, rather than shared with other processes; none is
+    claimed where the user switched it off (``POCL_KERNEL_CACHE=0``)."""
+    if os.environ.get("POCL_KERNEL_CACHE", "1").strip() == "0":
+        return None
+    root = environment.value(environment.KCACHE_ROOT) or cache_root(fs.cache_dir(), *pocl_identity())
+    try:
+        prefer = int(environment.value(environment.KCACHE_SHARD) or 0)
+    except ValueError:
+        prefer = 0
+    shard = claim_shard(root, prefer)
+    if shard is not None:
+        os.environ["POCL_CACHE_DIR"] = shard.path
+    else:
+        os.environ["POCL_KERNEL_CACHE"] = "0"
+    return shard

@@ -1,10 +1,9 @@
 """The byte patch that makes the pip PoCL build for a CPU LLVM 14 does not know: find
 ``llvm::sys::getHostCPUName`` through the call in ``pocl_get_llvm_cpu_name`` (exported symbol, else a
 byte pattern in the executable segments), and make it return a CPU name that already lives in the
-library's rodata. Signatures are checked; there are no hard-coded offsets. Also: the host's CPU flags
-and the best ``x86-64-vN`` level they allow.
+library's rodata. Signatures are checked; there are no hard-coded offsets.
 
-Standard library and pyelftools only (worker processes load this file by path through pocl_fix).
+Standard library and pyelftools only (imported on first use).
 """
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ import io
 import struct
 from dataclasses import dataclass
 
-__all__ = ["find_patch_site", "patch_libpocl_bytes", "choose_cpu_name", "host_cpu_flags", "cpu_model_string",
-           "PatchSite", "PatchError", "ElfImage", "CPU_LEVELS"]
+__all__ = ["find_patch_site", "patch_libpocl_bytes", "PatchSite", "PatchError", "ElfImage"]
 
 # pocl_get_llvm_cpu_name: push rbp; push rbx; sub rsp,8; call rel32
 POCL_FUNC_SIG = bytes.fromhex("5553 4883ec08 e8".replace(" ", ""))
@@ -25,11 +23,6 @@ HOST_CPU_SIG = bytes.fromhex("31c0 4889de 0fa2".replace(" ", ""))
 PATCH_PREFIX = b"\x48\x8d\x05"
 SYMBOL = b"pocl_get_llvm_cpu_name"
 
-CPU_LEVELS = (
-    ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
-    ("x86-64-v3", ("avx2", "fma", "bmi1", "bmi2", "movbe", "f16c")),
-    ("x86-64-v2", ("sse4_2", "popcnt", "ssse3")),
-)
 
 class PatchError(Exception):
     """The library does not look like the one we know how to patch."""
@@ -158,40 +151,3 @@ def patch_libpocl_bytes(data: bytes, cpu_name: str) -> bytes:
     out = bytearray(data)
     out[site.target_offset:site.target_offset + len(code)] = code
     return bytes(out)
-
-
-# ------------------------------------------------------------ host CPU ----
-
-def host_cpu_flags(cpuinfo_text: str | None = None) -> set[str]:
-    if cpuinfo_text is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                cpuinfo_text = f.read()
-        except OSError:
-            return set()
-    for line in cpuinfo_text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
-def cpu_model_string() -> str:
-    fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                k, _, v = line.partition(":")
-                fields[k.strip()] = v.strip()
-    except OSError:
-        pass
-    return "|".join(fields.get(k, "") for k in
-                    ("vendor_id", "cpu family", "model", "model name", "stepping"))
-
-
-def choose_cpu_name(flags: set[str]) -> str:
-    for name, need in CPU_LEVELS:
-        if all(f in flags for f in need):
-            return name
-    return "x86-64"

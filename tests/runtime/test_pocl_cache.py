@@ -6,8 +6,9 @@ import uuid
 
 import numpy as np
 
+from pytest_mlirtrace.config import environment
 from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf, WorkerPool
-from pytest_mlirtrace.runtime import kcache
+from pytest_mlirtrace.runtime.opencl_env import pocl_cache
 
 
 def _entry(shard, name, files=("program.bc",)):
@@ -25,26 +26,26 @@ def _tick():
 
 
 def test_shards_are_exclusive_per_open_lock(tmp_path):
-    a = kcache.claim_shard(str(tmp_path))
-    b = kcache.claim_shard(str(tmp_path))
+    a = pocl_cache.claim_shard(str(tmp_path))
+    b = pocl_cache.claim_shard(str(tmp_path))
     assert a is not None and b is not None
     assert a.path != b.path
     assert {os.path.basename(a.path), os.path.basename(b.path)} == {"shard-0", "shard-1"}
 
 
 def test_failed_job_loses_only_what_it_wrote(tmp_path):
-    sh = kcache.claim_shard(str(tmp_path))
+    sh = pocl_cache.claim_shard(str(tmp_path))
     old = _entry(sh, "AAOLDENTRY")
     _tick()
     sh.begin("k1")
     new = _entry(sh, "BBNEWENTRY", ("program.bc", "kernel.so"))
     sh.end(ok=False)
     assert os.path.isdir(old) and not os.path.exists(new)
-    assert not os.path.exists(os.path.join(sh.path, kcache.JOURNAL))
+    assert not os.path.exists(os.path.join(sh.path, pocl_cache.JOURNAL))
 
 
 def test_good_job_keeps_its_entries_and_forget_removes_them_later(tmp_path):
-    sh = kcache.claim_shard(str(tmp_path))
+    sh = pocl_cache.claim_shard(str(tmp_path))
     sh.begin("good")
     g = _entry(sh, "CCGOOD")
     sh.end(ok=True)
@@ -60,7 +61,7 @@ def test_good_job_keeps_its_entries_and_forget_removes_them_later(tmp_path):
 
 def test_a_dead_workers_journal_is_recovered_by_the_next_claim(tmp_path):
     root = str(tmp_path)
-    sh = kcache.claim_shard(root)
+    sh = pocl_cache.claim_shard(root)
     keep = _entry(sh, "EEKEEP")
     _tick()
     sh.begin("crashing")
@@ -68,17 +69,17 @@ def test_a_dead_workers_journal_is_recovered_by_the_next_claim(tmp_path):
     with open(os.path.join(sh.path, "tempfile_abc.cl"), "w") as f:
         f.write("x")
     os.close(sh._lock_fd)                  # the worker dies mid-job: its lock goes, the journal stays
-    again = kcache.claim_shard(root)
+    again = pocl_cache.claim_shard(root)
     assert again.path == sh.path
     assert os.path.isdir(keep) and not os.path.exists(half)
     assert not os.path.exists(os.path.join(sh.path, "tempfile_abc.cl"))
-    assert not os.path.exists(os.path.join(sh.path, kcache.JOURNAL))
+    assert not os.path.exists(os.path.join(sh.path, pocl_cache.JOURNAL))
 
 
 def test_cache_root_is_keyed_by_versions_and_target(tmp_path):
-    a = kcache.cache_root(str(tmp_path), "3.0", "lib1", "znver3")
-    b = kcache.cache_root(str(tmp_path), "3.0", "lib1", "x86-64-v4")
-    c = kcache.cache_root(str(tmp_path), "4.0", "lib1", "znver3")
+    a = pocl_cache.cache_root(str(tmp_path), "3.0", "lib1", "znver3")
+    b = pocl_cache.cache_root(str(tmp_path), "3.0", "lib1", "x86-64-v4")
+    c = pocl_cache.cache_root(str(tmp_path), "4.0", "lib1", "znver3")
     assert len({a, b, c}) == 3
     assert "znver3" in a and "pocl3.0" in a and "mlirtrace" in os.path.basename(a)
 
@@ -141,7 +142,7 @@ __kernel void boom(__global const float *a, __global float *o) {
 
 
 def test_a_crash_is_a_crash_on_a_cold_and_on_a_warm_cache(cpu_device, tmp_path, monkeypatch):
-    monkeypatch.setenv(kcache.ENV_ROOT, str(tmp_path / "kcache"))   # no other process takes its shard
+    monkeypatch.setenv(environment.KCACHE_ROOT, str(tmp_path / "kcache"))   # no other process takes its shard
     job = KernelJob(CRASH % uuid.uuid4().hex, "boom", [InBuf(np.ones(4, np.float32)), OutBuf((4,), np.float32)], (1,))
     kinds = []
     for _ in range(2):                     # two fresh pools: the second one reads the same cache
@@ -149,7 +150,7 @@ def test_a_crash_is_a_crash_on_a_cold_and_on_a_warm_cache(cpu_device, tmp_path, 
             shard = _worker_shard(p)
             kinds.append(p.run(job).status)
             p.ping()                       # the replacement worker claims the shard and recovers it
-            assert not os.path.exists(os.path.join(shard, kcache.JOURNAL))
+            assert not os.path.exists(os.path.join(shard, pocl_cache.JOURNAL))
     assert kinds == ["crash", "crash"]
 
 

@@ -44,7 +44,7 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) 
 def locked(path: str | os.PathLike):
     """Hold an exclusive lock on the file ``path`` (created, with its directory, if missing) for the
     block; it excludes other processes and other threads of this one.  Blocks until it is free."""
-    import filelock   # here, not above: the OpenCL workers load this file and never lock (40 ms saved)
+    import filelock  # here, not above: the OpenCL workers load this file and never lock (40 ms saved)
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

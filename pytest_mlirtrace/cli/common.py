@@ -62,7 +62,8 @@ def _located(msg: str, path: str) -> str:
 def read_source(path: str, func: str | None = None):
     """(Module, MLIR text or None) from a MIGraphX-text or MLIR file, with file:line errors: usage errors
     (exit 2), or not supported (exit 3) for valid MLIR that no func of can be converted."""
-    from ..engine.session import load_module, read_source as read_text
+    from ..engine.session import load_module
+    from ..engine.session import read_source as read_text
     from ..mlir import MLIRUnsupportedError
 
     try:
@@ -214,7 +215,7 @@ class Progress:
             self._live = False
             self._bar.stop()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -9,7 +9,8 @@ def add_parser(sub, name):
     p = sub.add_parser(name, help="lower and build one solution of a fused op",
                        description="Lower FILE (MIGraphX text or MLIR) for one solution and build the kernel.")
     p.add_argument("file")
-    p.add_argument("--solution", "-s", default=None, help="perf config, e.g. 32,64,8,4,4,4,1,1 (default: the default one)")
+    p.add_argument("--solution", "-s", default=None,
+                   help="perf config, e.g. 32,64,8,4,4,4,1,1 (default: the default one)")
     p.add_argument("--show-kernel", action="store_true", help="print the OpenCL C source")
     add_module_options(p)
     add_device_options(p)

@@ -6,7 +6,7 @@ def add_parser(sub, name):
     return sub.add_parser(name, help="list OpenCL devices", description="List the OpenCL devices and their specs.")
 
 
-def run(args) -> int:
+def run(_args) -> int:    # every command's run takes its parsed arguments
     from ..runtime import list_devices
 
     for d in list_devices():

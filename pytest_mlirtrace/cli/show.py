@@ -63,8 +63,7 @@ def _section(title: str, body: str, out) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pytest_mlirtrace.ir.text import TextParseError, not_runnable, parse_module, print_module
-    from pytest_mlirtrace.mlir import (FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir,
-                                       symbol_ref)
+    from pytest_mlirtrace.mlir import FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir, symbol_ref
 
     out, err = sys.stdout, sys.stderr
     path = args.file

@@ -25,8 +25,13 @@ def run(args) -> int:
 
 def _run(args) -> int:
     from ..engine.database import TuningDatabase
-    from ..engine.migraphx_db import (TuningFileError, export_problem_cache, export_tuning_tsv,
-                                      import_problem_cache, import_tuning_tsv)
+    from ..engine.migraphx_db import (
+        TuningFileError,
+        export_problem_cache,
+        export_tuning_tsv,
+        import_problem_cache,
+        import_tuning_tsv,
+    )
 
     st = settings(args)
     db = TuningDatabase(st.tuning_db)

@@ -63,7 +63,8 @@ def _flat_split(line: str) -> list[str]:
 BLANK = re.compile(r"^\s*$")
 COMMENT = re.compile(r"^\s*#(?![\w.$-]+\s*=)")
 ALIAS = re.compile(r"^\s*#[\w.$-]+\s*=(?!\s*@(?:param|literal|return)\b)")
-MLIR_START = re.compile(r'^\s*(?:module\b(?!:)[^{}]*\{|func\.func\b|"builtin\.module"\s*\(\s*\)\s*\(\{)')   # + MLIR's generic form
+# + MLIR's generic form
+MLIR_START = re.compile(r'^\s*(?:module\b(?!:)[^{}]*\{|func\.func\b|"builtin\.module"\s*\(\s*\)\s*\(\{)')
 MLIR_BODY = re.compile(r'''^\s*(?:
       %[\w.$#-]+
     | \^[\w.$-]+
@@ -165,8 +166,8 @@ def braces(s: str) -> int:
     return d
 
 
-def balanced_end(s: str, i: int, open_c: str, close_c: str) -> int:
-    """Index just past the bracket closing ``s[i]`` (counting ``{}`` too), or -1."""
+def balanced_end(s: str, i: int, close_c: str) -> int:
+    """Index just past the bracket ``close_c`` closing the one at ``s[i]`` (counting ``{}`` too), or -1."""
     depth = 0
     for j in range(i, len(s)):
         c = s[j]

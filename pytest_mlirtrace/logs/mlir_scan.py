@@ -215,7 +215,8 @@ _RESULT_OP = re.compile(r'^\s*%[\w.$#-]+(?::\d+)?(?:\s*,\s*%[\w.$#-]+(?::\d+)?)*
 _STMT_OP = re.compile(r'^\s*(?P<op>"[A-Za-z_][\w$.]*"|[A-Za-z_][\w$]*\.[\w.$]+|return)(?P<rest>(?:\s|\(|$).*)$')
 _FUNC = re.compile(r'(?:func\.func|builtin\.func|(?<![\w.$"])func(?=\s+(?:(?:private|public|nested)\s+)?@))'
                    r'\s+(?:(?:private|public|nested)\s+)?@(?P<name>"[^"]*"|[\w.$-]+)')
-# MLIR's generic form: "func.func"() ({ ^bb0(%arg0: T, ..): .. }) {function_type = (T, ..) -> R, sym_name = "f"} : () -> ()
+# MLIR's generic form:
+#   "func.func"() ({ ^bb0(%arg0: T, ..): .. }) {function_type = (T, ..) -> R, sym_name = "f"} : () -> ()
 _GENERIC_FUNC = re.compile(r'"(?:func\.func|builtin\.func)"\s*\(')
 _SYM_NAME = re.compile(r'(?<![\w.$])"?sym_name"?\s*=\s*"(?P<name>[^"]*)"')
 _FUNCTION_TYPE = re.compile(r'(?<![\w.$])"?function_type"?\s*=\s*\(')
@@ -258,7 +259,7 @@ def _scan_generic_func(text: str, start: int, stop: int, line: int) -> FuncScan:
             k = _match_close(rest, 0, "(", ")")
             res = rest[1:k] if k >= 0 else rest[1:]
         else:
-            res = split_top(re.split(r"[}\n]", rest, 1)[0], ",")[0]
+            res = split_top(re.split(r"[}\n]", rest, maxsplit=1)[0], ",")[0]
         f.results = [parse_type(x.strip()) for x in split_top(res, ",") if x.strip()]
     return f
 
@@ -392,7 +393,7 @@ def _scan_into(sc: MLIRScan, text: str) -> None:
             op = "func.return"
         o = _scan_op(op, m.group("rest"), no)
         owner = None
-        for f, fl in zip(sc.funcs, func_lines):
+        for f, fl in zip(sc.funcs, func_lines, strict=True):
             if fl <= no:
                 owner = f
         if owner is not None:

@@ -43,13 +43,13 @@ def _lenient_line(t: str) -> tuple[Instruction, bool, str | None] | None:
         ins.param, i = pm.group(0), pm.end()
     elif op == "@literal":
         if rest.startswith("{"):
-            i = balanced_end(rest, 0, "{", "}")
+            i = balanced_end(rest, 0, "}")
             if i < 0:
                 return None
         note = "literal values kept out"
     else:
         if rest.startswith("["):
-            k = balanced_end(rest, 0, "[", "]")
+            k = balanced_end(rest, 0, "]")
             if k < 0:
                 return None
             body = rest[1:k - 1]
@@ -62,7 +62,7 @@ def _lenient_line(t: str) -> tuple[Instruction, bool, str | None] | None:
                     return None
             i = k
         if rest.startswith("(", i):
-            k = balanced_end(rest, i, "(", ")")
+            k = balanced_end(rest, i, ")")
             if k < 0:
                 return None
             ins.inputs = [x.strip() for x in rest[i + 1:k - 1].split(",") if x.strip()]
@@ -153,7 +153,7 @@ def take_dump(r: Reader, i: int) -> int:
         L = r.lines[start]
         r.parts.other.append(OtherLine(L.no, L.text, "module_header"))
         return start + 1
-    _finish_dump(r, start, j, header, rows, prefix or "", interleaved)
+    _finish_dump(r, start, header, rows, prefix or "", interleaved)
     return j
 
 
@@ -183,7 +183,7 @@ def _dump_continues(r: Reader, j: int, prefix: str | None, names: set[str]) -> b
     return False
 
 
-def _finish_dump(r: Reader, start: int, end: int, header, rows, prefix: str, interleaved: list[int]) -> None:
+def _finish_dump(r: Reader, start: int, header, rows, prefix: str, interleaved: list[int]) -> None:
     idx = len(r.parts.module_dumps)
     lines_in = ([r.lines[start]] if header else []) + [row[1] for row in rows]
     text = "\n".join(L.text for L in lines_in) + "\n"
@@ -191,7 +191,7 @@ def _finish_dump(r: Reader, start: int, end: int, header, rows, prefix: str, int
                    header_line=header[0] if header else None, interleaved=interleaved,
                    instruction_lines=[row[1].no for row in rows if row[0] == "ok"])
     bad_names = set()
-    for kind, L, full, ins, tid, err in rows:
+    for kind, L, full, ins, _tid, err in rows:
         if kind == "bad":
             d.malformed.append(L.no)
             bad_names.add(full)
@@ -201,7 +201,7 @@ def _finish_dump(r: Reader, start: int, end: int, header, rows, prefix: str, int
     # undefined inputs (a dump whose first lines are missing, or a lost line)
     defined: set[str] = set()
     undefined: list[tuple[int, str]] = []
-    for kind, L, full, ins, tid, err in rows:
+    for _kind, L, full, ins, _tid, _err in rows:
         if ins is not None:
             for x in ins.inputs:
                 if x not in defined and x not in bad_names:
@@ -244,7 +244,7 @@ def _lenient_module(rows, prefix: str) -> Module | None:
     mod = Module(name=prefix or None, target_id=all(row[4] for row in rows if row[0] == "ok") and
                  any(row[0] == "ok" for row in rows))
     seen = set()
-    for kind, L, full, ins, tid, err in rows:
+    for kind, _L, full, ins, _tid, _err in rows:
         if ins is None or kind == "bad":
             continue
         ins.name = strip(full)

@@ -9,7 +9,7 @@ Standard library only (this runs in every pytest process).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..config import SettingError
 

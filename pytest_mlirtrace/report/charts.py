@@ -71,7 +71,8 @@ def solution_bars(rows, *, title: str = "time per solution", marked=(), best: st
         tag = (" *" if sol in marked else "") + (" ★" if sol == best else "")
         timed = status == Status.OK and t is not None
         tip = f"{sol}: {fmt_ms(t) if timed else status}" + (" (fastest)" if timed and i == 0 else "") \
-            + (" (a finding's failing solution)" if sol in marked else "") + (" (in the tuning database)" if sol == best else "")
+            + (" (a finding's failing solution)" if sol in marked else "") \
+            + (" (in the tuning database)" if sol == best else "")
         body.append(f'<g class="row"><title>{esc(tip)}</title>')
         body.append(f'<text x="{label_w - 6:.1f}" y="{y + 13}" text-anchor="end">{esc(sol + tag)}</text>')
         if timed:
@@ -89,7 +90,8 @@ def solution_bars(rows, *, title: str = "time per solution", marked=(), best: st
     if hidden:
         body.append(f'<text x="{label_w:.1f}" y="{y + 13}" fill="{MUTED}">… and {hidden} more</text>')
         y += row_h
-    legend = f"{len(ok)} ran, {len(bad)} failed" + ("; * fails in a finding" if marked & {r[0] for r in shown} else "") \
+    legend = f"{len(ok)} ran, {len(bad)} failed" \
+        + ("; * fails in a finding" if marked & {r[0] for r in shown} else "") \
         + ("; ★ the tuning database's choice" if best in {r[0] for r in shown} else "")
     body.append(f'<text x="4" y="{y + 16}" fill="{MUTED}">{esc(legend)}</text>')
     width = max(width, 12 + CHAR_W * len(legend))
@@ -169,7 +171,8 @@ def count_bars(items, *, title: str, colors: dict | None = None, unit: str = "")
         fill = (colors or {}).get(k, OK)
         body.append(f'<g class="row"><title>{esc(f"{k}: {n}{unit}")}</title>')
         body.append(f'<text x="{label_w - 6:.1f}" y="{y + 13}" text-anchor="end">{esc(k)}</text>')
-        body.append(f'<rect class="bar" x="{label_w:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 5}" fill="{fill}"/>')
+        body.append(f'<rect class="bar" x="{label_w:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 5}" '
+                    f'fill="{fill}"/>')
         body.append(f'<text x="{label_w + w + 5:.1f}" y="{y + 13}">{n}</text></g>')
     if not items:
         body.append(f'<text x="4" y="{top + 13}" fill="{MUTED}">none</text>')

@@ -172,7 +172,8 @@ def _load_json(path: Path, what: str):
                                      f"expected {what}") from None
 
 
-INDEX_WHAT = "the INDEX.json that mlirtrace writes into a reproducer directory (mlirtrace tune, fuzz, the pytest plugin)"
+INDEX_WHAT = ("the INDEX.json that mlirtrace writes into a reproducer directory (mlirtrace tune, fuzz, the pytest "
+              "plugin)")
 
 
 def read_index(d: Path) -> list[dict]:
@@ -366,7 +367,8 @@ def gather(repro_dir, tuning_db=None, fuzz_report=None, *, tuning_db_explicit: b
     if tuning_db is not None:
         db_path = Path(tuning_db)
         if not db_path.exists() and not tuning_db_explicit:
-            note = f"no tuning database at {db_path} yet (mlirtrace tune FILE writes it; --tuning-db FILE names another)"
+            note = (f"no tuning database at {db_path} yet (mlirtrace tune FILE writes it; --tuning-db FILE names "
+                    "another)")
         else:
             db = read_tuning_db(db_path)
             if not db:

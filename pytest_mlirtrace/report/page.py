@@ -42,7 +42,8 @@ pre { background: var(--soft); border: 1px solid var(--line); padding: 8px; over
 .meta span + span::before { content: " · "; }
 nav a { margin-right: 14px; }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 12px 0; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 140px; background: var(--soft); }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 140px;
+        background: var(--soft); }
 .card b { display: block; font-size: 20px; }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 14px; }
 th, td { text-align: left; vertical-align: top; padding: 6px 8px; border-bottom: 1px solid var(--line); }
@@ -116,9 +117,11 @@ def _finding_row(f: Finding, out_dir: Path) -> str:
     planted = {True: "planted (passes with the fault off)", False: "real bug (fails with the fault off too)"}.get(
         f.planted, "not checked" if f.inject else "")
     origin = f.last_origin or f.first_origin
-    details = [f"<div><b>problem key</b> <code class=\"key\">{esc(f.problem_key)}</code></div>" if f.problem_key else "",
+    details = [f"<div><b>problem key</b> <code class=\"key\">{esc(f.problem_key)}</code></div>"
+               if f.problem_key else "",
                f"<div><b>stage</b> {esc(f.stage)}</div>" if f.stage else "",
-               f"<div><b>fault</b> <code>{environment.INJECT}={esc(f.inject)}</code> {esc(planted)}</div>" if f.inject else "",
+               f"<div><b>fault</b> <code>{environment.INJECT}={esc(f.inject)}</code> {esc(planted)}</div>"
+               if f.inject else "",
                f"<div><b>seen</b> {esc(_when(f.first_seen))} … {esc(_when(f.last_seen))}, last by "
                f"<code>{esc(origin)}</code></div>" if origin else "",
                f"<div><b>last replay</b> <code>{esc(f.replay.line)}</code></div>" if f.replay and f.replay.line else "",
@@ -142,7 +145,8 @@ def _finding_row(f: Finding, out_dir: Path) -> str:
 def _findings(data: ReportData, out_dir: Path) -> str:
     out = ['<section id="findings"><h2>Findings</h2>']
     if not data.findings:
-        out.append(f'<p>No findings in <code>{esc(data.repro_dir)}</code>: its index lists no reproducer.</p></section>')
+        out.append(f'<p>No findings in <code>{esc(data.repro_dir)}</code>: its index lists no reproducer.</p>'
+                   '</section>')
         return "\n".join(out)
     kinds = data.kinds()
     total = sum(n for _, n in kinds.values())
@@ -155,8 +159,9 @@ def _findings(data: ReportData, out_dir: Path) -> str:
     for kind, (nsig, nocc) in kinds.items():
         out.append(f'<h3 id="{esc(_anchor("kind-", kind))}">{esc(kind)} '
                    f'<span class="muted">{nsig} signature(s), {nocc} occurrence(s)</span></h3>')
-        out.append('<table class="findings"><thead><tr><th>signature and first error line</th><th class="num">count</th>'
-                   '<th>module</th><th>device</th><th>solutions</th><th>last replay</th><th>files</th></tr></thead><tbody>')
+        out.append('<table class="findings"><thead><tr><th>signature and first error line</th>'
+                   '<th class="num">count</th><th>module</th><th>device</th><th>solutions</th><th>last replay</th>'
+                   '<th>files</th></tr></thead><tbody>')
         out.extend(_finding_row(f, out_dir) for f in data.findings if f.kind == kind)
         out.append("</tbody></table>")
     out.append("</section>")
@@ -230,7 +235,7 @@ def _ops_matrix(ops: dict) -> str:
     return "\n".join(out)
 
 
-def _fuzz(data: ReportData, out_dir: Path) -> str:
+def _fuzz(data: ReportData) -> str:
     z = data.fuzz
     if z is None:
         return ('<section id="fuzz"><h2>Fuzz coverage</h2><p class="muted">no fuzz report given '
@@ -251,7 +256,8 @@ def _fuzz(data: ReportData, out_dir: Path) -> str:
                                            title="parameter layouts drawn", unit=" parameter(s)")
                    + "<figcaption>parameter layouts drawn (parameters)</figcaption></figure>")
     if z.longest:
-        out.append('<figure><table class="matrix"><thead><tr><th>kind</th><th>longest reduction</th></tr></thead><tbody>'
+        out.append('<figure><table class="matrix"><thead><tr><th>kind</th><th>longest reduction</th></tr>'
+                   '</thead><tbody>'
                    + "".join(f"<tr><td>{esc(k)}</td><td>{n}</td></tr>" for k, n in sorted(z.longest.items()))
                    + "</tbody></table><figcaption>longest reduction drawn</figcaption></figure>")
     out.append("</div>")
@@ -265,7 +271,8 @@ def _fuzz(data: ReportData, out_dir: Path) -> str:
     if drawn:
         refused = (z.odd or {}).get("refused") or {}
         out.append(f"<p>perf configs beyond the space: {int(drawn)} drawn, {sum(map(int, refused.values()))} refused"
-                   + (" (" + ", ".join(f"{esc(k)} {int(n)}" for k, n in sorted(refused.items())) + ")" if refused else "")
+                   + (" (" + ", ".join(f"{esc(k)} {int(n)}" for k, n in sorted(refused.items())) + ")"
+                      if refused else "")
                    + "</p>")
     if z.findings:
         out.append("<h3>fuzz findings</h3><table><thead><tr><th>kind</th><th>signature</th><th>module</th>"
@@ -306,11 +313,12 @@ def render(data: ReportData, out_path) -> str:
         "<header><h1>mlirtrace report</h1>",
         f'<p class="meta">{"".join(sources)}<span>generated {esc(_when(data.generated))} by mlirtrace '
         f"{esc(_version())}</span></p>",
-        '<nav><a href="#findings">Findings</a><a href="#tuning">Tuning results</a><a href="#fuzz">Fuzz coverage</a></nav>',
+        '<nav><a href="#findings">Findings</a><a href="#tuning">Tuning results</a>'
+        '<a href="#fuzz">Fuzz coverage</a></nav>',
         '<div class="cards">' + "".join(f'<div class="card"><span class="muted">{esc(t)}</span><b>{esc(v)}</b>'
                                         f'<span class="muted">{esc(s)}</span></div>' for t, v, s in cards) + "</div>",
         "</header>",
-        _findings(data, out_dir), _tuning(data), _fuzz(data, out_dir),
+        _findings(data, out_dir), _tuning(data), _fuzz(data),
         '<footer>A static page written by <code>mlirtrace report</code>: no script, nothing loaded from a network. '
         "Links to reproducers and tickets are relative to this file.</footer>",
         "</body></html>", ""])

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .. import fs
-from .link import Unreachable
 from ..config.store_spec import StoreSpec
+from .link import Unreachable
 
 __all__ = ["Outbox", "default_outbox_path"]
 

@@ -128,7 +128,7 @@ def test_a_named_command_imports_only_its_own_module():
     assert p.returncode == 2 and "invalid choice: 'nosuch'" in p.stderr and "'fuzz'" in p.stderr
 
 
-def test_run_and_tune_print_json_for_scripts(capsys, monkeypatch, tmp_path):
+def test_run_and_tune_print_json_for_scripts(capsys, monkeypatch):
     import json
 
     assert main(["run", SMALL, "--seed", "3", "--json"]) == 0

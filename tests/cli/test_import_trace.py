@@ -72,7 +72,7 @@ def test_every_corpus_log_imports(tmp_path, capsys, log):
 def test_damaged_log_reports_lines_and_imports_the_rest(tmp_path, capsys):
     lines = (DATA / "seed.log").read_text().splitlines()
     # corrupt one instruction line of the module dump; the MLIR module stays intact
-    bad = next(i for i, l in enumerate(lines) if "@5 = contiguous" in l)
+    bad = next(i for i, ln in enumerate(lines) if "@5 = contiguous" in ln)
     lines[bad] = "mlir_main:pointwise4:@5 = contiguous(mlir_main:pointwise4:@4 -> half_type, {1, 384"
     p = tmp_path / "damaged.log"
     p.write_text("\n".join(lines) + "\n")

@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_mlirtrace.cli.main import main
 from pytest_mlirtrace.ir import Module, parse_module, print_module
@@ -94,7 +95,7 @@ QUOTED = '''module {
     return %0 : tensor<2xf32>
   }
 }
-'''
+'''  # noqa: E501 - MLIR text as written
 
 
 def test_quoted_symbol_parses_and_prints_back_identically(tmp_path):

@@ -67,7 +67,7 @@ NOT_SUPPORTED = {
           %4 = migraphx.dot(%3, %arg2) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
           return %4 : tensor<1x4x8xf32>
         }
-        """, r"@4 = reduce_max between the gemms @3 and @7: only a softmax"),
+        """, r"@4 = reduce_max between the gemms @3 and @7: only a softmax"),  # noqa: E501 - MLIR text as written
     "three_dots": ("""
         func.func @three_dots(%arg0: tensor<4x8xf32>, %arg1: tensor<8x4xf32>, %arg2: tensor<4x8xf32>) -> tensor<4x4xf32> {
           %0 = migraphx.dot(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
@@ -75,7 +75,7 @@ NOT_SUPPORTED = {
           %2 = migraphx.dot(%1, %arg1) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
           return %2 : tensor<4x4xf32>
         }
-        """, r"3 gemms in one module \(@3 = dot, @4 = dot, @5 = dot\)"),
+        """, r"3 gemms in one module \(@3 = dot, @4 = dot, @5 = dot\)"),  # noqa: E501 - MLIR text as written
     "two_outputs_of_a_reduction": ("""
         func.func @two_outs(%arg0: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x8xf32>) {
           %0 = migraphx.reduce_sum(%arg0) {axes = [1]} : (tensor<4x8xf32>) -> tensor<4x1xf32>
@@ -162,7 +162,7 @@ BIG = """
       %1 = migraphx.add(%0, %arg2) : (tensor<40000x40000xf32>, tensor<40000x40000xf32>) -> tensor<40000x40000xf32>
       return %1 : tensor<40000x40000xf32>
     }
-    """
+    """  # noqa: E501 - MLIR text as written
 
 
 def test_compile_of_a_40000x40000_module_allocates_no_inputs(tmp_path, capsys):
@@ -182,7 +182,7 @@ def test_compile_of_a_40000x40000_module_allocates_no_inputs(tmp_path, capsys):
 def test_run_refuses_a_module_over_max_bytes_before_allocating(tmp_path, capsys, monkeypatch):
     from pytest_mlirtrace import ir
 
-    def no_inputs(*a, **k):
+    def no_inputs(*_a, **_k):
         raise AssertionError("random_inputs called for a module over the limit")
 
     monkeypatch.setattr(ir, "random_inputs", no_inputs)
@@ -273,7 +273,7 @@ def test_no_database_reads_and_writes_nothing(tmp_path, capsys):
 
 
 # ---- internal errors -------------------------------------------------------------------------------------
-def _boom(args):
+def _boom(_args):
     raise RuntimeError("something inside broke")
 
 
@@ -298,7 +298,7 @@ def test_an_internal_error_is_one_line_and_a_saved_traceback(tmp_path, capsys, m
 def test_ctrl_c_is_exit_130_without_a_traceback(capsys, monkeypatch):
     from pytest_mlirtrace.cli import run_cmd
 
-    def interrupted(args):
+    def interrupted(_args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_cmd, "_run", interrupted)

@@ -5,11 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pytest_mlirtrace.ir.shape import Shape
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_mlirtrace.ir.shape import Shape
 from pytest_mlirtrace.logs import LogError, TraceLogParts, parse_log, parse_perf_config, parse_problem_key
 from tests.corpus import ROCMLIR, TRACES
 
@@ -119,7 +118,7 @@ def _check_003(p):
     assert p.other_kinds() == {"comment": 8, "driver": 3}
 
 
-def _check_005(p, layer):
+def _check_005(p, layer):  # noqa: ARG001 - every check of this table is called as check(p[, layer])
     assert [m.name for m in p.mlir_modules] == ["mlir_convolution", "mlir_dot_add"]
     assert [(m.start_line, m.end_line) for m in p.mlir_modules] == [(9, 14), (15, 21)]
     conv, dot = p.mlir_modules
@@ -343,7 +342,7 @@ def test_bare_func_rock_lowered_and_interleaved_lines():
         "  return %0 : tensor<1x5x3xf32>",
         "}",
         "module {",
-        "  func.func @mlir_gemm(%arg0: memref<16x16xf8E4M3FNUZ>, %arg1: memref<16x16xf8E4M3FNUZ>) attributes {kernel} {",
+        "  func.func @mlir_gemm(%arg0: memref<16x16xf8E4M3FNUZ>, %arg1: memref<16x16xf8E4M3FNUZ>) attributes {kernel} {",  # noqa: E501 - a log line as written
         '    rock.gridwise_gemm %arg0, %arg1 {arch = "gfx942"} : memref<16x16xf8E4M3FNUZ>, memref<16x16xf8E4M3FNUZ>',
         "    return",
         "  }",
@@ -387,7 +386,7 @@ def test_program_dumps_with_headers_attributes_read_loosely_and_unknown_types():
     log = "\n".join([
         'module: "main"',
         "@0 = check_context::migraphx::gpu::context -> float_type, {}, {}, target_id=0",
-        "@1 = hip::hip_allocate_memory[shape=float_type, {1, 4}, {4, 1},id=main:#output_0] -> float_type, {1, 4}, {4, 1}, target_id=0",
+        "@1 = hip::hip_allocate_memory[shape=float_type, {1, 4}, {4, 1},id=main:#output_0] -> float_type, {1, 4}, {4, 1}, target_id=0",  # noqa: E501 - a log line as written
         "x = @param:x -> fp8e4m3fnuz_type, {1, 4}, {4, 1}, target_id=0",
         "@3 = @return(@1), target_id=0",
         'module: "main:pointwise0"',
@@ -498,7 +497,7 @@ def test_unterminated_string_is_damage_and_never_reaches_the_mlir_layer():
     calls = []
 
     class Layer:
-        def parse_mlir(self, text, source):
+        def parse_mlir(self, text, source):  # noqa: ARG002 - the mlir layer's signature
             calls.append(text)
             return []
 
@@ -516,7 +515,7 @@ class _Parsed:
 
 def test_mlir_layer_reasons_are_used_and_positions_become_log_lines():
     class Layer:
-        def parse_mlir(self, text, source):
+        def parse_mlir(self, text, source):  # noqa: ARG002 - the mlir layer's signature
             return [_Parsed("mlir_transpose_reshape_dot_add", unsupported="op migraphx.reshape at 5:5 not supported")]
 
     p = parse_log(seed_text(), "seed.log", mlir_layer=Layer())
@@ -527,10 +526,10 @@ def test_mlir_layer_reasons_are_used_and_positions_become_log_lines():
 
 def test_mlir_layer_failures_degrade_to_the_scanner():
     class Broken:
-        def parse_mlir(self, text, source):
+        def parse_mlir(self, text, source):  # noqa: ARG002 - the mlir layer's signature
             raise RuntimeError("boom")
 
-        def emit_mlir(self, module):
+        def emit_mlir(self, module):  # noqa: ARG002 - the mlir layer's signature
             raise RuntimeError("no")
 
     p = parse_log(seed_text(), "seed.log", mlir_layer=Broken())
@@ -545,10 +544,10 @@ def test_emitted_mlir_of_the_dump_is_compared_when_the_layer_can_emit():
     seen = []
 
     class Layer:
-        def parse_mlir(self, text, source):
+        def parse_mlir(self, text, source):  # noqa: ARG002 - the mlir layer's signature
             return []
 
-        def emit_mlir(self, module):
+        def emit_mlir(self, module):  # noqa: ARG002 - the mlir layer's signature
             seen.append(module.name)
             return ("module {\n  func.func @x(%arg0: tensor<1x384x768xf16>, %arg1: tensor<1x12x384x64xf16>, "
                     "%arg2: tensor<1x768x768xf16>) -> tensor<1x384x768xf16> {\n"
@@ -556,7 +555,7 @@ def test_emitted_mlir_of_the_dump_is_compared_when_the_layer_can_emit():
                     "  }\n}\n")
 
     lines = _lines()
-    lines[12] = "mlir_main:pointwise4:@7 = identity(mlir_main:pointwise4:@2) -> half_type, {1, 768, 768}, {589824, 768, 1}, target_id=0"
+    lines[12] = "mlir_main:pointwise4:@7 = identity(mlir_main:pointwise4:@2) -> half_type, {1, 768, 768}, {589824, 768, 1}, target_id=0"  # noqa: E501 - a log line as written
     p = parse_log("\n".join(lines) + "\n", "emit.log", mlir_layer=Layer())
     assert seen == ["mlir_main:pointwise4"]
     assert p.links[0].module_reason == "adjacent"          # neither the dump's ops nor the emitted text match
@@ -568,7 +567,7 @@ def test_emitted_mlir_of_the_dump_is_compared_when_the_layer_can_emit():
      ("gfx908:sramecc+:xnack-", 120, None, "space", 1, 2304, 768)),
     ("gfx90a:sramecc+:xnack-\t104\t1\t-t f32 -out_datatype f32 -transA false -transB false -g 1 -m 4096 -n 320 -k 320",
      ("gfx90a:sramecc+:xnack-", 104, 1, "tab", 4096, 320, 320)),
-    ("gfx1030 40 -t f16 -g 24 -seq_len_q 4096 -seq_len_k 4096 -head_dim_qk 64 -head_dim_v 64 MLIR Fused Kernel: module {",
+    ("gfx1030 40 -t f16 -g 24 -seq_len_q 4096 -seq_len_k 4096 -head_dim_qk 64 -head_dim_v 64 MLIR Fused Kernel: module {",  # noqa: E501 - a log line as written
      ("gfx1030", 40, None, "space", None, None, None)),
 ])
 def test_problem_keys(key, want):
@@ -578,7 +577,7 @@ def test_problem_keys(key, want):
 
 
 def test_problem_key_conv_and_not_a_key():
-    k = parse_problem_key("gfx942\t304\tconv -F 1 -f GNCHW -I NGCHW -O NGCHW -n 1 -c 512 -H 28 -W 28 -k 256 -y 1 -x 1 -t f32")
+    k = parse_problem_key("gfx942\t304\tconv -F 1 -f GNCHW -I NGCHW -O NGCHW -n 1 -c 512 -H 28 -W 28 -k 256 -y 1 -x 1 -t f32")  # noqa: E501 - a log line as written
     assert k.operation == "conv" and k.kind == "conv" and k.fields["c"] == "512" and k.dims()["H"] == 28
     assert parse_problem_key("no flags here") is None and parse_problem_key("") is None
 
@@ -600,7 +599,7 @@ def _fragments() -> list[str]:
         out += f.read_text().splitlines()
     if CORPUS.is_dir():
         for f in sorted(CORPUS.glob("*.txt")):
-            out += [l for l in f.read_text().splitlines() if not l.startswith("# ")]
+            out += [ln for ln in f.read_text().splitlines() if not ln.startswith("# ")]
     return out
 
 
@@ -653,7 +652,7 @@ def test_error_line_forms():
         "terminate called without an active exception",                                            # 7
         "Segmentation fault (core dumped)",                                                         # 8
         "this line mentions errors but is fine",                                                    # 9
-        "/src/AMDMIGraphX/src/targets/gpu/mlir.cpp:754: run_backend_pipeline: MLIR backend compilation failed: Error: bad",
+        "/src/AMDMIGraphX/src/targets/gpu/mlir.cpp:754: run_backend_pipeline: MLIR backend compilation failed: Error: bad",  # noqa: E501 - a log line as written
     ]) + "\n"
     p = parse_log(log, "errs.log")
     assert [(e.line, e.kind) for e in p.errors] == [

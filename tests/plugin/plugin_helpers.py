@@ -31,7 +31,7 @@ module {
     return %1 : tensor<1x3x2xf32>
   }
 }
-"""
+"""  # noqa: E501 - MLIR text as written
 
 # conftest of the inner runs: PLANT=crash / PLANT=build_error turns the lowered kernel into a hand-made
 # broken one (the compiler itself stays correct, so the package path of the reproducer passes).
@@ -111,12 +111,13 @@ def repro_env(inject: str | None = None, no_package: bool = False, tmp: Path | N
     return env
 
 
-def run_reproducers(jobs: list[tuple[Path, list[str], dict]], timeout: float = 240) -> list[subprocess.CompletedProcess]:
+def run_reproducers(jobs: list[tuple[Path, list[str], dict]],
+                    timeout: float = 240) -> list[subprocess.CompletedProcess]:
     """Run reproducer scripts concurrently (each is its own process); results in order."""
     procs = [subprocess.Popen([sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for script, args, env in jobs]
     out = []
-    for p, (script, args, _env) in zip(procs, jobs):
+    for p, (script, args, _env) in zip(procs, jobs, strict=True):
         text, _ = p.communicate(timeout=timeout)
         out.append(subprocess.CompletedProcess([str(script), *args], p.returncode, text, ""))
     return out

@@ -131,7 +131,7 @@ def test_every_failure_kind_leaves_sections_a_reproducer_and_a_ticket(inner):
     assert "**Failing solutions (1; the reproducer runs the first):** `1,1,8,1,1,1,0,4`" in tticket
     assert "**Solutions that passed on the same module (1):** `1,1,4,1,1,1,0,4`" in tticket
     assert all(f"`{x}`" in tticket for x in tuned["solutions"] + tuned["passed"])
-    assert ticket.startswith(f"# [mlirtrace] wrong: mlir_transpose_dot with solution ")
+    assert ticket.startswith("# [mlirtrace] wrong: mlir_transpose_dot with solution ")
     # junitxml carries the reproducer and the signature
     junit = (inner.path / "junit.xml").read_text()
     assert f'name="mlirtrace_signature" value="{sigs["test_crash"]}"' in junit

@@ -95,7 +95,7 @@ def test_lost(pytestconfig):
     span = Span("x = @param:x -> float_type, {2}, {1}", "", "pocl-cpu\\t2\\t-op pointwise", "1", "", "0:0")
     ReproWriter(pytestconfig.stash[STATE_KEY].repro_dir).write(FailureRecord("crash", span, "run", "boom", origin="gone"))
     assert 0
-""")
+""")  # noqa: E501 - a test file's text
     res = pytester.runpytest("-p", "no:cacheprovider")
     res.assert_outcomes(failed=1)
     res.stdout.fnmatch_lines(["*= mlirtrace reproducers =*",

@@ -21,7 +21,7 @@ func.func @mlir_dot_add(%arg0: tensor<1x5x13xf32>, %arg1: tensor<1x13x7xf32>, %a
   %1 = migraphx.add(%0, %arg2) : (tensor<1x5x7xf32>, tensor<1x5x7xf32>) -> tensor<1x5x7xf32>
   return %1 : tensor<1x5x7xf32>
 }
-"""
+"""  # noqa: E501 - MLIR text as written
 
 
 @dataclass
@@ -37,7 +37,8 @@ def cli(*args, env, timeout=600, check=None) -> subprocess.CompletedProcess:
     p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", *map(str, args)], capture_output=True,
                        text=True, timeout=timeout, env=env)
     if check is not None:
-        assert p.returncode == check, f"mlirtrace {' '.join(map(str, args))}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
+        assert p.returncode == check, \
+            f"mlirtrace {' '.join(map(str, args))}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return p
 
 

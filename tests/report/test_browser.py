@@ -19,7 +19,6 @@ import pytest
 
 from pytest_mlirtrace.report import write_report
 
-
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "report-screenshot.png"
 
@@ -55,7 +54,8 @@ def test_the_page_renders_in_chromium(inputs, chromium, tmp_path):
     data = write_report(inputs.repros, out, inputs.db, inputs.fuzz)
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     problems = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("console",
+            lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     requests = []
@@ -93,7 +93,8 @@ def test_the_page_renders_in_chromium(inputs, chromium, tmp_path):
     assert "ops × dtype drawn" in text
 
     # links: relative in the page, each resolving to a file that exists
-    hrefs = page.eval_on_selector_all("a[href]:not([href^='#'])", "els => els.map(e => [e.getAttribute('href'), e.href])")
+    hrefs = page.eval_on_selector_all("a[href]:not([href^='#'])",
+                                      "els => els.map(e => [e.getAttribute('href'), e.href])")
     assert len(hrefs) == 3 * len(data.findings)
     for raw, resolved in hrefs:
         assert not urlparse(raw).scheme and not raw.startswith("/"), raw

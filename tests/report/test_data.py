@@ -9,7 +9,6 @@ from pytest_mlirtrace.report import gather
 from pytest_mlirtrace.report.data import ReportInputError, parse_bench_table, read_fuzz_report
 
 
-
 def test_findings_come_from_the_index_the_payloads_and_the_replay(inputs):
     data = gather(inputs.repros, inputs.db, inputs.fuzz)
     by_kind = {f.kind: f for f in data.findings}

@@ -16,7 +16,6 @@ from pytest_mlirtrace.cli.main import main
 from pytest_mlirtrace.report import write_report
 
 
-
 class Page(HTMLParser):
     """The tags, hrefs and text of a page (and whether it nests as written)."""
 
@@ -51,7 +50,7 @@ def page(inputs, tmp_path_factory):
     return out, data, out.read_text(encoding="utf-8")
 
 
-def test_key_text_is_on_the_page(page, inputs):
+def test_key_text_is_on_the_page(page):
     out, data, html = page
     p = Page(html)
     text = p.body_text
@@ -64,7 +63,7 @@ def test_key_text_is_on_the_page(page, inputs):
         for b in prob.best:
             assert b["solution"] in text
     assert "ops × dtype drawn" in text and "problem kinds drawn" in text
-    for (op, dt) in data.fuzz.ops:
+    for (op, _dt) in data.fuzz.ops:
         assert op in text
     # charts: a time-per-solution chart per tuning, a spread per problem, and the counts
     assert html.count('class="chart solution-bars"') == sum(len(pr.runs) for pr in data.problems) == 3
@@ -97,7 +96,8 @@ def test_the_page_stands_alone(page):
     assert "https://" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
 
-def _mutated(src: Path, d: Path, out: Path, db: Path, fuzz: Path, *, error: str, symbol: str, origin: str, key: str) -> Page:
+def _mutated(src: Path, d: Path, out: Path, db: Path, fuzz: Path, *, error: str, symbol: str, origin: str,
+             key: str) -> Page:
     shutil.copytree(src, d)
     idx = json.loads((d / "INDEX.json").read_text())
     for e in idx["reproducers"].values():
@@ -156,20 +156,23 @@ def test_bad_inputs_are_one_line_and_exit_2(inputs, tmp_path, capsys):
     shutil.copytree(inputs.repros, broken)
     (broken / "REPLAY.json").write_text('{"replays": [')
     cases = [
-        ([tmp_path / "nowhere", "-o", out], f"{tmp_path / 'nowhere'}: no such directory; expected a reproducer directory"),
+        ([tmp_path / "nowhere", "-o", out],
+         f"{tmp_path / 'nowhere'}: no such directory; expected a reproducer directory"),
         ([tmp_path, "-o", out], f"{tmp_path}: no INDEX.json here"),
         ([broken, "-o", out, "--no-tuning-db"], f"{broken / 'REPLAY.json'}: not valid JSON (line 1, column 14"),
         ([inputs.repros, "-o", out, "--tuning-db", tmp_path / "missing.json"],
          f"{tmp_path / 'missing.json'}: no such file; expected a tuning database"),
         ([inputs.repros, "-o", out, "--tuning-db", bad_json], f"{bad_json}: not valid JSON (line 1, column 2"),
         ([inputs.repros, "-o", out, "--tuning-db", not_db], f"{not_db}: expected a tuning database"),
-        ([inputs.repros, "-o", out, "--tuning-db", odd_db], f"{odd_db}: entry 'no-bar-here': expected a tuning database"),
+        ([inputs.repros, "-o", out, "--tuning-db", odd_db],
+         f"{odd_db}: entry 'no-bar-here': expected a tuning database"),
         ([inputs.repros, "-o", out, "--tuning-db", inputs.db, "--fuzz-report", bad_json],
          f"{bad_json}: not valid JSON (line 1, column 2: Expecting property name enclosed in double quotes); "
          f"expected the JSON report of `mlirtrace fuzz --report FILE`"),
         ([inputs.repros, "-o", out, "--tuning-db", inputs.db, "--fuzz-report", inputs.db],
          f"{inputs.db}: expected the JSON report of `mlirtrace fuzz --report FILE`"),
-        ([inputs.repros, "-o", tmp_path, "--tuning-db", inputs.db], f"{tmp_path}: is a directory; expected the HTML file"),
+        ([inputs.repros, "-o", tmp_path, "--tuning-db", inputs.db],
+         f"{tmp_path}: is a directory; expected the HTML file"),
     ]
     for args, expected in cases:
         code, so, se = run_cli(capsys, *args)

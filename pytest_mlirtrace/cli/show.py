@@ -44,7 +44,7 @@ def add_parser(subparsers, name: str = "show") -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     """The file's text; a byte that is not UTF-8 is an error at its line, column and offset (ValueError)."""
-    from pytest_mlirtrace.engine.session import decode_source, read_source
+    from ..engine.session import decode_source, read_source
 
     if path == "-":
         return decode_source(sys.stdin.buffer.read(), "<stdin>")
@@ -62,51 +62,62 @@ def _section(title: str, body: str, out) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_mlirtrace.ir.text import TextParseError, not_runnable, parse_module, print_module
-    from pytest_mlirtrace.mlir import FuncAttrs, MLIRParseError, emit_func, emit_mlir, is_mlir, parse_mlir, symbol_ref
+    from ..mlir import is_mlir
 
-    out, err = sys.stdout, sys.stderr
     path = args.file
     try:
         text = _read(path)
     except OSError as e:
-        print(f"{path}:1:1: cannot read: {e.strerror or e}", file=err)
+        print(f"{path}:1:1: cannot read: {e.strerror or e}", file=sys.stderr)
         return ExitCode.USAGE
     except ValueError as e:         # not UTF-8: FILE:LINE:COL: not UTF-8 text: byte 0xff at offset N (...)
-        print(e, file=err)
+        print(e, file=sys.stderr)
         return ExitCode.USAGE
     source = "<stdin>" if path == "-" else path
+    show = _show_mlir if is_mlir(text) else _show_migraphx
+    return show(args, text, source, sys.stdout, sys.stderr)
 
-    if not is_mlir(text):
-        try:
-            module = parse_module(text, source=source)
-        except TextParseError as e:
-            m = re.search(r"at column (\d+)", str(e))
-            col = int(m.group(1)) if m else 1
-            msg = str(e).split("\n", 1)[0]
-            msg = msg[len(f"{source}:{e.line}: "):] if msg.startswith(f"{source}:{e.line}: ") else msg
-            print(f"{source}:{e.line}:{col}: {msg}", file=err)
-            return ExitCode.USAGE
-        syntax = args.types or "tensor"
-        why = not_runnable(module)
-        if why:
-            # a compiled program, elided literals, kept-as-text shapes: shown as printed, no MLIR of it
-            if args.only != "mlir":
-                _section("migraphx", print_module(module), out)
-            for w in why:
-                print(f"{source}: not supported as MLIR: {w}", file=err)
-            return ExitCode.OK if args.only == "migraphx" else ExitCode.NOT_SUPPORTED
-        try:
-            mlir = emit_mlir(module, arch="pocl-cpu" if args.arch is None else args.arch,
-                             num_cu=1 if args.num_cu is None else args.num_cu, type_syntax=syntax)
-        except Exception as e:  # a module the MLIR printer cannot write (e.g. an op with no MLIR form)
-            print(f"{source}:1:1: cannot write as MLIR: {e}", file=err)
-            return ExitCode.USAGE
+
+def _show_migraphx(args: argparse.Namespace, text: str, source: str, out, err) -> int:
+    """MIGraphX text: the module as printed, and its MLIR (unless it cannot be MLIR)."""
+    from ..ir import TextParseError, parse_module, print_module
+    from ..ir.text import not_runnable
+    from ..mlir import emit_mlir
+
+    try:
+        module = parse_module(text, source=source)
+    except TextParseError as e:
+        m = re.search(r"at column (\d+)", str(e))
+        col = int(m.group(1)) if m else 1
+        msg = str(e).split("\n", 1)[0]
+        msg = msg[len(f"{source}:{e.line}: "):] if msg.startswith(f"{source}:{e.line}: ") else msg
+        print(f"{source}:{e.line}:{col}: {msg}", file=err)
+        return ExitCode.USAGE
+    syntax = args.types or "tensor"
+    why = not_runnable(module)
+    if why:
+        # a compiled program, elided literals, kept-as-text shapes: shown as printed, no MLIR of it
         if args.only != "mlir":
             _section("migraphx", print_module(module), out)
-        if args.only != "migraphx":
-            _section(f"mlir ({syntax})", mlir, out)
-        return 0
+        for w in why:
+            print(f"{source}: not supported as MLIR: {w}", file=err)
+        return ExitCode.OK if args.only == "migraphx" else ExitCode.NOT_SUPPORTED
+    try:
+        mlir = emit_mlir(module, arch="pocl-cpu" if args.arch is None else args.arch,
+                         num_cu=1 if args.num_cu is None else args.num_cu, type_syntax=syntax)
+    except Exception as e:  # noqa: BLE001 - a module the MLIR printer cannot write (e.g. an op with no MLIR form)
+        print(f"{source}:1:1: cannot write as MLIR: {e}", file=err)
+        return ExitCode.USAGE
+    if args.only != "mlir":
+        _section("migraphx", print_module(module), out)
+    if args.only != "migraphx":
+        _section(f"mlir ({syntax})", mlir, out)
+    return ExitCode.OK
+
+
+def _show_mlir(args: argparse.Namespace, text: str, source: str, out, err) -> int:
+    """MLIR text: each func (or ``--func``) as its migraphx module and its MLIR written back."""
+    from ..mlir import MLIRParseError, parse_mlir, symbol_ref
 
     try:
         funcs = parse_mlir(text, source)
@@ -128,21 +139,28 @@ def run(args: argparse.Namespace) -> int:
             print(f"{f.location}: {symbol_ref(f.name)}: {f.status}: {f.reason}", file=err)
             invalid += f.status == "invalid"
             continue
-        for note in f.notes:        # taken as rocMLIR takes it, though odd (e.g. out_lens against the type)
-            print(f"{source}: {symbol_ref(f.name)}: note: {note}", file=err)
-        syntax = args.types or ("shaped" if f.type_syntax in ("shaped", "mixed") else "tensor")
-        attrs = FuncAttrs(f.attrs.arch, f.attrs.kernel, f.attrs.num_cu, f.attrs.prefix, dict(f.attrs.extra))
-        if args.arch is not None:
-            attrs.arch = args.arch
-        if args.num_cu is not None:
-            attrs.num_cu = args.num_cu
-        mlir = "module {\n" + emit_func(f.module, attrs=attrs, type_syntax=syntax, name=f.name) + "}\n"
-        out.write(f"// ==== {symbol_ref(f.name)} ({_one_line(f.location)})\n")
-        if args.only != "mlir":
-            _section("migraphx", print_module(f.module), out)
-        if args.only != "migraphx":
-            _section(f"mlir ({syntax})", mlir, out)
+        _show_func(args, f, source, out, err)
         shown += 1
     if shown == len(funcs):
         return ExitCode.OK
     return ExitCode.USAGE if invalid else ExitCode.NOT_SUPPORTED
+
+
+def _show_func(args: argparse.Namespace, f, source: str, out, err) -> None:
+    from ..ir import print_module
+    from ..mlir import FuncAttrs, emit_func, symbol_ref
+
+    for note in f.notes:        # taken as rocMLIR takes it, though odd (e.g. out_lens against the type)
+        print(f"{source}: {symbol_ref(f.name)}: note: {note}", file=err)
+    syntax = args.types or ("shaped" if f.type_syntax in ("shaped", "mixed") else "tensor")
+    attrs = FuncAttrs(f.attrs.arch, f.attrs.kernel, f.attrs.num_cu, f.attrs.prefix, dict(f.attrs.extra))
+    if args.arch is not None:
+        attrs.arch = args.arch
+    if args.num_cu is not None:
+        attrs.num_cu = args.num_cu
+    mlir = "module {\n" + emit_func(f.module, attrs=attrs, type_syntax=syntax, name=f.name) + "}\n"
+    out.write(f"// ==== {symbol_ref(f.name)} ({_one_line(f.location)})\n")
+    if args.only != "mlir":
+        _section("migraphx", print_module(f.module), out)
+    if args.only != "migraphx":
+        _section(f"mlir ({syntax})", mlir, out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from ..config import environment
 from .common import CLIError, add_store_option, run_guarded, settings
 
 
@@ -53,7 +54,7 @@ def _faults_epilog() -> str:
         first = v.split(". ")[0].rstrip(".") + "."
         rows.append(textwrap.fill(first, 110, initial_indent=f"  {k:<{width}}  ",
                                   subsequent_indent=" " * (width + 4)))
-    return ("planted faults (MLIRTRACE_INJECT=NAME[,NAME...]: the fuzz must find them; each finding is then\n"
+    return (f"planted faults ({environment.INJECT}=NAME[,NAME...]: the fuzz must find them; each finding is then\n"
             "checked with the fault off):\n" + "\n".join(rows)
             + "\n\nexit status: 1 a new failure found, 0 none, 2 bad usage, 4 no usable device.")
 
@@ -151,9 +152,10 @@ def _run(args) -> int:
     from ..fuzz import FuzzOptions, run_and_report
     from ..strategies import SUPPORTED_KINDS
 
-    spec = settings(args).store
+    st = settings(args)         # a bad setting (an unknown planted fault) is a usage error naming its source
+    spec = st.store
     repro_dir, database = local_paths(args, spec)
-    o = FuzzOptions(budget_s=args.budget, seed=args.seed, device=args.device, repro_dir=repro_dir, store=spec,
+    o = FuzzOptions(budget_s=args.budget, inject=st.inject, seed=args.seed, device=args.device, repro_dir=repro_dir, store=spec,
                     kinds=tuple(dict.fromkeys(args.kinds)) if args.kinds else SUPPORTED_KINDS,
                     max_dim=args.max_dim, max_elements=args.max_elements, values=args.values,
                     long_reductions=not args.no_long_reductions, database=database, jobs=args.jobs or 0,
@@ -165,7 +167,7 @@ def _run(args) -> int:
     try:
         return run_and_report(o, quiet=args.quiet, report_path=args.report, as_json=args.json)
     except codegen.FaultError as e:
-        raise CLIError(f"MLIRTRACE_INJECT: {e}") from None
+        raise CLIError(f"{environment.INJECT}: {e}") from None
     except (ValueError, InvalidArgument) as e:     # InvalidArgument: a strategy's eager check of a setting
         raise CLIError(str(e)) from None
 

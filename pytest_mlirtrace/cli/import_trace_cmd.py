@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 
+from ..config import environment
 from .common import CLIError, add_device_options, run_guarded, session, settings
 
 
@@ -28,7 +29,7 @@ def add_parser(sub, name):
     p.add_argument("--no-tune", action="store_true",
                    help="when the logged solution does not map, use the default solution instead of a quick tune")
     p.add_argument("--max-bytes", default=None, metavar="SIZE",
-                   help="most host memory one module's checked run may take (env MLIRTRACE_MAX_BYTES; default 2G)")
+                   help=f"most host memory one module's checked run may take (env {environment.MAX_BYTES}; default 2G)")
     add_device_options(p)
     return p
 

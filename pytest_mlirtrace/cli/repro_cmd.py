@@ -8,7 +8,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..vocab.exit_codes import ExitCode
+from ..config import environment
+from ..repro import replay as rp
+from ..repro.writer import ReproWriter
+from ..trace.table import Column, echo
+from ..vocab import ExitCode
 from .common import CLIError, add_store_option, run_guarded, settings, store
 
 ACTIONS = ("list", "run", "status", "prune", "pull")
@@ -24,8 +28,8 @@ def add_parser(sub, name):
                                    "status: the last run's table and exit status, without running. prune: remove "
                                    "the reproducers the last run found fixed (and index entries whose script is "
                                    "gone). pull: fetch every reproducer and ticket of a fleet's store (--store "
-                                   "redis://host:port/db or MLIRTRACE_STORE) into DIR, with the fleet's counts and "
-                                   "the machines and devices that hit each.")
+                                   f"redis://host:port/db or {environment.STORE}) into DIR, with the fleet's counts "
+                                   "and the machines and devices that hit each.")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("dir", nargs="?", default="reproducers", metavar="DIR",
                    help="the reproducer directory (default: reproducers)")
@@ -45,9 +49,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from ..repro import replay as rp
-    from ..repro.writer import ReproWriter
-
     d = Path(args.dir)
     if args.action == "pull":
         return _pull(args, d)
@@ -108,7 +109,7 @@ def _pull(args, d: Path) -> int:
 
     spec = settings(args).store
     if spec is None or not spec.is_redis:
-        raise CLIError("repro pull: name the fleet's store: --store redis://host:port/db (or MLIRTRACE_STORE)")
+        raise CLIError(f"repro pull: name the fleet's store: --store redis://host:port/db (or {environment.STORE})")
     s = store(args)
     try:
         got = pull(s.link, d)
@@ -126,8 +127,6 @@ def _pull(args, d: Path) -> int:
 
 
 def _index(d: Path) -> list[dict]:
-    from ..repro.writer import ReproWriter
-
     return ReproWriter(d).index()
 
 
@@ -136,6 +135,4 @@ def _when(t) -> str:
 
 
 def _table(headers, rows) -> None:
-    from ..trace.table import Column, echo
-
     echo([Column(h) for h in headers], rows)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 
+from ..config import environment
 from ..engine.tuner import CUT_ONCE_FACTOR
+from ..repro import Findings, records_from_events
 from ..trace import table
-from ..vocab.exit_codes import ExitCode
+from ..vocab import ExitCode, Status
 from .common import Progress, add_device_options, add_module_options, open_module, repro_writer, run_guarded
 
 
@@ -25,7 +27,8 @@ def add_parser(sub, name):
     g.add_argument("--exhaustive", dest="mode", action="store_const", const="exhaustive", help="the full space")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per solution (median is kept)")
     p.add_argument("--repro-dir", default=None, metavar="DIR",
-                   help="where reproducers of failing solutions go (env MLIRTRACE_REPRO_DIR; default reproducers)")
+                   help=f"where reproducers of failing solutions go (env {environment.REPRO_DIR}; default "
+                        "reproducers)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object instead of the table "
                                                        "(progress stays on stderr)")
     p.set_defaults(mode="quick")
@@ -34,19 +37,16 @@ def add_parser(sub, name):
     return p
 
 
-def _write_reproducers(args, s, start: int, res) -> list:
-    """One reproducer per signature for the solutions of ``res`` that failed (from the CompileFailed events
-    logged since ``start``), listing the solutions that passed."""
-    from ..repro import confirm_planted, records_from_events, rerun_without_faults
-
+def _file_failures(args, s, start: int, res):
+    """The findings service on the solutions of ``res`` that failed (the CompileFailed events logged since
+    ``start``): one reproducer per signature, listing the solutions that passed."""
     pipe = s.pipeline
-    passed = [r.solution for r in res.rows if r.status == "ok"]
+    passed = [r.solution for r in res.rows if r.status == Status.OK]
     recs = records_from_events(s.log.events[start:], seed=pipe.seed, origin=f"mlirtrace tune {args.file}",
                                specs={c.span.hash: c.spec for c in res.failures}, bench_table=s.log.bench_table(),
                                passed=passed, inject=pipe.inject or "", timeout_s=pipe.timeout_s,
                                device_info=pipe.device)
-    confirm_planted(recs, lambda rec: rerun_without_faults(s, rec))
-    return repro_writer(args).write_all(recs, passed=passed)
+    return Findings(repro_writer(args), pipeline=pipe).file(recs, passed=passed)
 
 
 def _run(args) -> int:
@@ -56,7 +56,7 @@ def _run(args) -> int:
         res = s.pipeline.tune(module, mode=args.mode, mlir_text=mlir_text, use_database=not args.no_database,
                               progress=bar)
     if args.json:
-        written = _write_reproducers(args, s, start, res) if res.failures else []
+        written = _file_failures(args, s, start, res).written if res.failures else []
         code = ExitCode.FAILURE if res.failures or res.best is None else ExitCode.OK
         print(json.dumps({
             "problem_key": res.lowered.key, "exit": int(code),
@@ -82,8 +82,8 @@ def _run(args) -> int:
         print(f"fastest solution: {res.best.span.solution} {res.best_ms:.4f}ms{src}")
     if res.failures:
         print(f"{len(res.failures)} of {len(res.rows)} solutions failed")
-        for w in _write_reproducers(args, s, start, res):
-            print(f"reproducer: {w.script_path} ({'new' if w.new else f'seen {w.count} times'})")
+        for line in _file_failures(args, s, start, res).lines():
+            print(f"reproducer: {line}")
     return ExitCode.FAILURE if res.failures or res.best is None else ExitCode.OK
 
 

@@ -45,7 +45,7 @@ class FuzzOptions:
                                      # off: the same kernels, ~2x the cases a second on PoCL)
     seeds_per_case: int = 2          # inputs each built kernel is checked on (cases = solutions x seeds)
     shrink_budget_s: float | None = None   # per campaign's shrink; None: max(15, 35% of the budget)
-    inject: str | None = None        # planted faults; None: $MLIRTRACE_INJECT
+    inject: str | None = None        # planted faults; None: the environment's now (config.inject_now)
     max_findings: int | None = None  # stop once this many reproducers are written (None: run the budget)
     verify: bool = True              # run each reproducer once in a fresh process before writing it
     verify_tries: int = 4            # failing cases tried, smallest first, until one reproduces alone

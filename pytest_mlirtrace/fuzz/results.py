@@ -1,12 +1,14 @@
-"""What a fuzz run finds and counts: failing cases grouped by the way they fail, findings, statistics,
-and the control-flow exceptions a Hypothesis campaign raises."""
+"""What a fuzz run finds and counts: failing cases grouped by the way they fail (``repro.failure_way``), the
+failing cases it reports (:class:`FailingCase`), statistics, and the control-flow exceptions a Hypothesis
+campaign raises."""
 from __future__ import annotations
 
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .. import ir, repro
+from .. import ir
+from ..repro import failure_way
 
 
 class BudgetExhausted(BaseException):
@@ -30,7 +32,7 @@ class EnvironmentStop(BaseException):
 class CaseFailed(Exception):
     """A case failed in a new way; one subclass per way so Hypothesis shrinks each separately."""
 
-    def __init__(self, way: str, found: "Finding"):
+    def __init__(self, way: str, found: FailingCase):
         super().__init__(f"{way}: {found.record.first_line if found.record else found.error}")
         self.way, self.found = way, found
 
@@ -38,7 +40,7 @@ class CaseFailed(Exception):
 _WAY_CLASSES: dict[str, type] = {}
 
 
-def _way_class(way: str) -> type:
+def way_class(way: str) -> type:
     cls = _WAY_CLASSES.get(way)
     if cls is None:
         name = "CaseFailed_" + re.sub(r"\W+", "_", way)[:60]
@@ -47,8 +49,10 @@ def _way_class(way: str) -> type:
 
 
 @dataclass
-class Finding:
-    """One failing case (the shrunk one, once the campaign is over)."""
+class FailingCase:
+    """One failing case of the fuzz: a module, solution and seed that fail in one way (the shrunk case, once the
+    campaign is over), with its record and what became of it (its reproducer, or its internal-error report).
+    Not ``report.Finding`` (a test's failure as the HTML report shows it)."""
     way: str
     kind: str
     module: ir.Module
@@ -102,26 +106,19 @@ class FuzzReport:
         return 1 if self.new else 0
 
 
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}")
+def way_of(res, problem_kind: str) -> str:
+    """The way a failing run (an engine RunResult) failed: :func:`repro.failure_way` of its status, problem
+    kind, error and solution."""
+    return failure_way(res.status, problem_kind, res.detail or res.compiled.error or res.status,
+                       res.compiled.span.solution)
 
 
-def _way(res, problem_kind: str) -> str:
-    """How a case failed, coarse enough that the variants of one bug are one way: the failure kind,
-    the problem kind (``Problem.key_kind``: a convolution is not a gemm, though it runs on the gemm kernels,
-    so a gemm failure found first does not hide a conv one) and (not for wrong results) the error's first
-    line without numbers, names, lists."""
-    if res.status == "wrong":
-        return f"wrong/{problem_kind}"
-    err = repro.normalise_error(res.detail or res.compiled.error or res.status, res.compiled.span.solution)
-    return f"{res.status}/{problem_kind}/{_QUOTED.sub('Q', err)}"
-
-
-def _flatten(e: BaseException | None) -> list:
+def flatten(e: BaseException | None) -> list:
     if e is None:
         return []
     if isinstance(e, BaseExceptionGroup):
         out = []
         for x in e.exceptions:
-            out.extend(_flatten(x))
+            out.extend(flatten(x))
         return out
     return [e]

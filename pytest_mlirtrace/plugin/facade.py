@@ -13,13 +13,14 @@ from typing import NamedTuple
 
 import pytest
 
-from ..repro import FailureRecord, confirm_planted, records_from_events, rerun_without_faults, signature
+from ..config import SettingError, environment, inject_now
+from ..engine import RunOptions
+from ..repro import FailureRecord, Findings, records_from_events, signature
 from ..repro.files import display_path as _rel
 from ..repro.payload import device_description, device_key
-from ..config import SettingError, inject_now
-from ..runtime import DeviceError
+from ..runtime import DeviceError, resolve_device
 from ..trace import TraceConfig, TraceLog
-from ..engine import RunOptions
+from ..vocab import Status
 from .hypothesis_examples import current_example, example_notes, is_hypothesis_test
 from .keys import (PROP_CALL, PROP_KEY, PROP_MLIR, PROP_MODULE, PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE,
                    PROP_TICKET, SECTION)
@@ -87,8 +88,6 @@ class Mlirtrace:
         spec = self.marks.get("device")
         if spec is None:
             return
-        from ..runtime import resolve_device
-
         have = s.device
         session = (f"the session's device is {have.spec} ({have.name}; --mlir-device "
                    f"{self._state.device or '(default)'})")
@@ -107,7 +106,7 @@ class Mlirtrace:
 
     @contextlib.contextmanager
     def _call(self, timeout_s=None):
-        """The options of one call, as a value: ``MLIRTRACE_INJECT`` as the environment has it now (the
+        """The options of one call, as a value: the planted faults as the environment has them now (the
         session outlives the test that set it), this call's hang timeout, this test's log as a listener."""
         try:
             inject = inject_now()
@@ -288,7 +287,7 @@ class Mlirtrace:
         if pending:
             return pending, notes
         error = call.excinfo.exconly(tryshort=False) or call.excinfo.typename
-        return [FailureRecord("assertion", self.last_span, "test", error, seed=self._last_seed,
+        return [FailureRecord(Status.ASSERTION, self.last_span, "test", error, seed=self._last_seed,
                               origin=self.node.nodeid, **self._rec_kw())], notes
 
     def _was_written(self, rec: FailureRecord) -> bool:
@@ -303,11 +302,8 @@ class Mlirtrace:
             return []
         written, errors = [], []
         if self._state.repro:
-            self._check_planted(recs)
-            try:
-                written = self._state.writer().write_all(recs)
-            except Exception as e:   # noqa: BLE001
-                errors.append(f"{signature(recs[0])}: {type(e).__name__}: {e}")
+            filed = self._findings(self._state.writer()).file(recs, keep_going=True)
+            written, errors = filed.written, filed.errors
             self._written.extend(recs)
         first = recs[0]
         s = first.span
@@ -353,9 +349,13 @@ class Mlirtrace:
                                      f"a pytest_mlirtrace_failure implementation failed on {sig}: "
                                      f"{type(e).__name__}: {e}"))
 
+    def _findings(self, writer=None) -> Findings:
+        """The findings service on this test's session (it runs a case again for the planted check)."""
+        return Findings(writer, pipeline=self.session.pipeline)
+
     def _check_planted(self, recs: list[FailureRecord]) -> None:
-        """'Planted' only once a failure recorded with a fault on passes with it off (repro.confirm_planted)."""
-        confirm_planted(recs, lambda rec: rerun_without_faults(self.session, rec))
+        """'Planted' only once a failure recorded with a fault on passes with it off (Findings.settle)."""
+        self._findings().settle(recs)
 
 
 class Reported(NamedTuple):
@@ -388,10 +388,10 @@ def _key_section(first: FailureRecord, recs: list[FailureRecord]) -> str:
              f"Seed: {first.seed}  span {s.hash}  mlir {s.mlir_hash}"]
     if first.call_site:
         lines.append(f"Called at: {first.call_site}")
-    if first.kind == "hang" and first.timeout_s is not None:
+    if first.kind == Status.HANG and first.timeout_s is not None:
         lines.append(f"Timeout: {first.timeout_s:g} s")
     if first.inject:
-        lines.append(f"Injected fault: MLIRTRACE_INJECT={first.inject}")
+        lines.append(f"Injected fault: {environment.INJECT}={first.inject}")
     for r in recs[1:]:
         lines.append(f"Also: {r.kind} with solution {r.span.solution} at {r.stage}: {r.first_line}")
     return "\n".join(lines)
@@ -410,7 +410,7 @@ def _repro_section(written, errors, enabled: bool) -> str:
         script = _rel(w.script_path)
         state = "new" if w.new else f"seen before: {w.count} occurrences"
         exits = ("exit 5 = only this test can judge its assertion, 1 = the kernel fails now"
-                 if w.signature.startswith("assertion-") else "exit 0 = fixed, 1 = reproduces")
+                 if w.signature.startswith(f"{Status.ASSERTION}-") else "exit 0 = fixed, 1 = reproduces")
         lines += [f"{script}  ({w.signature}, {state})",
                   f"  run:        python {script}   ({exits})",
                   f"  standalone: python {script} --standalone   (numpy + pyopencl only)",

@@ -1,14 +1,29 @@
-"""Layer 7, ``repro``: failure records, signatures and dedup, reproducer scripts, tickets.
+"""Layer 7, ``repro``: failure records, signatures and dedup, reproducer scripts, tickets -- and the one
+findings service the front ends call (:class:`Findings`).
 
-    rec = FailureRecord.from_run(run_result, origin="tests/test_x.py::test_y")
-    w = ReproWriter("reproducers").write(rec)   # -> WrittenRepro(signature, script_path, ticket_path, new, count)
-    run(PAYLOAD, argv)                          # what a reproducer script calls: its exit status
+    recs = records_from_events(events, seed=0, origin="tests/test_x.py::test_y", **context)
+    filed = Findings(ReproWriter("reproducers"), pipeline=session.pipeline).file(recs)
+    filed.written                               # -> [WrittenRepro(signature, script_path, ticket_path, new, count)]
+
+What a reproducer script imports is :mod:`pytest_mlirtrace.reproduce` (public); the rest is internal.
 """
-from .findings import confirm_planted, records_from_events, rerun_without_faults
+from .findings import (Filed, Findings, confirm_planted, passes_without_faults, records_from_events, report_line,
+                       rerun_without_faults)
 from .record import KINDS, STAGES, FailureRecord
-from .signature import normalise_error, normalise_mlir_text, signature, symbol_of
-from .runner import run
+from .runner import run as _run_payload
+from .signature import (explained_by, failure_way, normalise_error, normalise_mlir_text, same_shrunk_case, shrunk_case_key,
+                        signature, symbol_of)
 from .writer import ReproWriter, WrittenRepro, render_script
 
-__all__ = ["records_from_events", "confirm_planted", "rerun_without_faults", "FailureRecord", "KINDS", "STAGES", "signature", "normalise_error", "normalise_mlir_text", "symbol_of",
-           "ReproWriter", "WrittenRepro", "render_script", "run"]
+__all__ = ["Findings", "Filed", "records_from_events", "confirm_planted", "passes_without_faults",
+           "rerun_without_faults", "report_line", "FailureRecord", "KINDS", "STAGES", "signature",
+           "shrunk_case_key", "same_shrunk_case", "explained_by", "failure_way", "normalise_error", "normalise_mlir_text",
+           "symbol_of", "ReproWriter", "WrittenRepro", "render_script", "run"]
+
+
+def run(payload, argv=None, standalone=None) -> int:
+    """Deprecated alias of :func:`pytest_mlirtrace.reproduce.run`, kept for the reproducer scripts written
+    before that module existed (they call ``from pytest_mlirtrace.repro import run``): the same call, the same
+    exit status. New scripts import :mod:`pytest_mlirtrace.reproduce`; no warning is printed (it would land in
+    the output of every old script)."""
+    return _run_payload(payload, argv, standalone=standalone)

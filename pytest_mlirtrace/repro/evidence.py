@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..vocab import Status
+from .rerun import rerun_of
+
 COMPILER = "opencl-compiler"
 SOURCE = "kernel-source"
 GENERATOR = "code-generator"
@@ -29,7 +32,7 @@ LAYER_WORDS = {COMPILER: "the OpenCL compiler (it built the kernel: PoCL's LLVM 
 VARIANTS = (("-cl-opt-disable", "optimisations off"), ("", "no build options"))
 _INTERNAL = re.compile(r"LLVM ERROR|error in backend|Assertion .* failed|internal compiler error|Stack dump|"
                        r"UNREACHABLE|Cannot (?:select|emit)|PLEASE submit a bug report", re.IGNORECASE)
-_RERUN_KINDS = ("wrong", "crash", "hang", "launch_error")
+_RERUN_KINDS = (Status.WRONG, Status.CRASH, Status.HANG, Status.LAUNCH_ERROR)
 
 
 @dataclass
@@ -49,14 +52,14 @@ def assess(rec, rerun=None) -> Suspect:
     """The suspected layer of ``rec`` (a FailureRecord).  ``rerun(build_options) -> (status, detail)``
     runs the recorded kernel again built with other options (default: :func:`rerun_isolated`)."""
     kind, stage = rec.kind, rec.stage
-    if kind == "lowering_error":
+    if kind == Status.LOWERING_ERROR:
         return Suspect(GENERATOR, [f"the code generator refused or failed to lower the module: {rec.first_line}"])
-    if kind not in ("build_error",) + _RERUN_KINDS:
+    if kind not in (Status.BUILD_ERROR, *_RERUN_KINDS):
         return Suspect(UNDETERMINED, [f"a {kind} finding: no compiler verdict to weigh"])
-    if stage == "build" or kind == "build_error":
+    if stage == "build" or kind == Status.BUILD_ERROR:
         log = "\n".join(x for x in (rec.build_log, rec.error) if x)
-        if kind in ("crash", "hang"):
-            what = "crashed" if kind == "crash" else "did not finish"
+        if kind in (Status.CRASH, Status.HANG):
+            what = "crashed" if kind == Status.CRASH else "did not finish"
             return Suspect(COMPILER, [f"the OpenCL compiler {what} while building the kernel: {rec.first_line}",
                                       "a compiler must answer any source with a binary or a diagnostic"])
         m = _INTERNAL.search(log)
@@ -79,8 +82,8 @@ def assess(rec, rerun=None) -> Suspect:
             return Suspect(UNDETERMINED, ev + [f"could not run it again ({what}): {type(e).__name__}: {e}"])
         outcomes.append(status)
         ev.append(f"the same source built with `{_opts(opts)}` ({what}): "
-                  + ("right result" if status == "ok" else f"{status}" + (f": {detail}" if detail else "")))
-    if "ok" in outcomes:
+                  + ("right result" if status == Status.OK else f"{status}" + (f": {detail}" if detail else "")))
+    if Status.OK in outcomes:
         ev.append("the same source is right when built another way: the compiler's translation of it is suspected")
         return Suspect(COMPILER, ev)
     if all(o == kind for o in outcomes):
@@ -95,13 +98,10 @@ def _opts(opts) -> str:
 
 
 def rerun_isolated(rec, build_options: str) -> tuple[str, str]:
-    """Run the recorded module, solution and seed again (in the runtime's worker processes) with the
-    kernel built with ``build_options``; (status, first line of what went wrong)."""
-    from ..engine import Pipeline
-    from .payload import module_of
-
-    module = module_of(rec)
-    pipe = Pipeline(rec.device_info, inject=rec.inject or "", timeout_s=float(rec.timeout_s or 30.0))
-    res = pipe.run(module, solution=rec.span.solution or None, seed=rec.seed, mlir_text=rec.span.mlir_text,
-                   build_options=build_options)
+    """Run the recorded module, solution and seed again (in worker processes: the record's runner, else a
+    pipeline on its device) with its faults and the kernel built with ``build_options``; (status, first line
+    of what went wrong)."""
+    res = rerun_of(rec)(rec, inject=rec.inject or "", build_options=build_options)
+    if res is None:
+        raise TimeoutError("no time left to run it again")
     return res.status, (res.detail or "").strip().splitlines()[0] if res.detail else ""

@@ -21,6 +21,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from ..vocab import parse_problem_key
+from .markdown import fence
+
 __all__ = ["RocmlirChain", "rocmlir_chain", "handoff_markdown", "func_name", "SPLIT_PIPELINE_KINDS", "RUNTIME_LIBS", "tuning_config_line",
            "migraphx_trace_env"]
 
@@ -109,11 +112,9 @@ def handoff_markdown(data: dict, mlir_rel: str) -> list[str]:
     """A ticket's hand-off section (markdown lines): the .mlir file written beside the reproducer
     (``mlir_rel``), the rocMLIR chain that checks it on a ROCm GPU, the lit RUN line, the tuning config line
     and the MIGraphX variables to trace a model's run."""
-    from .ticket import fence
     func = func_name(data.get("mlir_text", ""))
     if func is None:
         return []
-    from ..vocab.problem_key import parse_problem_key
     sol = data.get("solution") or None
     key = data.get("problem_key") or ""
     pk = parse_problem_key(key) if key.strip() else None

@@ -14,9 +14,13 @@ import platform
 
 import numpy as np
 
+from .. import codegen, ir, runtime
+from ..engine import parse_problem_key
+from ..engine.tuner import oracle_tolerances, parse_solution
 from . import reproducer_template as tmpl
 from .evidence import assess
 from .record import FailureRecord
+from .rerun import module_of
 from .signature import first_line
 
 FULL_EXPECTED_BYTES = 1 << 20      # oracle outputs up to 1 MiB are embedded whole, larger ones sampled
@@ -36,7 +40,6 @@ def versions() -> dict:
 
 def device_key(rec: FailureRecord) -> str:
     """The device's key name (``pocl-cpu``, ``nvidia-h200``): the problem key's arch field."""
-    from ..engine import parse_problem_key
     try:
         arch = parse_problem_key(rec.span.problem_key).get("arch", "")
     except Exception:   # noqa: BLE001
@@ -74,24 +77,10 @@ def build_payload(rec: FailureRecord, sig: str) -> dict:
 
 
 # ------------------------------------------------------------------------------- standalone ---
-def module_of(rec: FailureRecord):
-    """The module the recorded kernel was lowered from: the migraphx module text (its parameter names
-    are the kernel's), else the MLIR."""
-    from ..engine import load_module
-    if rec.span.module_text.strip():
-        try:
-            return load_module(rec.span.module_text)[0]
-        except Exception:   # noqa: BLE001
-            pass
-    return load_module(rec.span.mlir_text)[0]
-
-
 def _spec_of(rec: FailureRecord, module):
     """The KernelSpec of the recorded kernel: the one recorded, else lowered again (same solution, fault)."""
     if rec.spec is not None and getattr(rec.spec, "source", None) == rec.span.kernel_source:
         return rec.spec, ""
-    from .. import codegen, runtime
-    from ..engine.tuner import parse_solution
     dev = rec.device_info if rec.device_info is not None else runtime.resolve_device(rec.span.device)
     sol = parse_solution(codegen.problem_of(module), rec.span.solution, rec.inject or None)
     spec = codegen.lower(module, sol, dev, inject=rec.inject or None)
@@ -175,9 +164,6 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     """What the numpy + pyopencl path needs, or (None, why not)."""
     if not rec.span.kernel_source.strip():
         return None, f"no kernel was produced ({rec.kind} before code generation)"
-    from .. import codegen, ir
-    from ..engine.tuner import oracle_tolerances
-
     module = module_of(rec)
     spec, why = _spec_of(rec, module)
     if spec is None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..engine.span import Span
-from ..vocab.status import FINDING_KINDS
+from ..engine import Span
+from ..vocab import FINDING_KINDS, Status
+from .signature import first_line, symbol_of
 
 KINDS = tuple(s.value for s in FINDING_KINDS)   # the words: vocab.status
 STAGES = ("build", "benchmark", "run", "test")
@@ -53,6 +54,9 @@ class FailureRecord:
     spec: object | None = field(default=None, repr=False, compare=False)
     device_info: object | None = field(default=None, repr=False, compare=False)
     call_site: str = field(default="", compare=False)   # pytest: "test_x.py:12: mlirtrace.run(M)", the test's line
+    # not written: runs this case again, ``runner(rec, inject=..., build_options=...) -> RunResult`` (repro.rerun):
+    # the fuzz's lanes; None: a front end's pipeline or one made on device_info
+    runner: object | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.inject is None:
@@ -66,12 +70,10 @@ class FailureRecord:
 
     @property
     def first_line(self) -> str:
-        from .signature import first_line
         return first_line(self.error)
 
     @property
     def symbol(self) -> str:
-        from .signature import symbol_of
         return symbol_of(self.span.mlir_text, self.span.module_text)
 
     @classmethod
@@ -88,11 +90,11 @@ class FailureRecord:
         c = run_result.compiled
         if not run_result.ok:
             kind = run_result.status
-            stage = "build" if kind in ("build_error", "lowering_error") else "run"
+            stage = "build" if kind in (Status.BUILD_ERROR, Status.LOWERING_ERROR) else "run"
             error = run_result.detail or c.error or kind
-            mismatch = run_result.detail if kind == "wrong" else ""
+            mismatch = run_result.detail if kind == Status.WRONG else ""
         elif max_ms is not None and run_result.time_ms is not None and run_result.time_ms > max_ms:
-            kind, stage = "slow", "run"
+            kind, stage = Status.SLOW, "run"
             error = f"too slow: {run_result.time_ms:.4g} ms > max {max_ms:.4g} ms (solution {c.span.solution})"
             mismatch = ""
         else:

@@ -19,18 +19,25 @@ which every step changes). Each step says which reduction it made and whether it
 """
 from __future__ import annotations
 
+import copy
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .signature import normalise_error
-from .signature import first_line
+from .. import codegen, engine
+from ..ir import Module
+from ..vocab import ExitCode, Status, format_perf_config, parse_perf_config
+from .record import FailureRecord
+from .signature import first_line, normalise_error
+from .writer import ReproWriter, read_payload
 
 __all__ = ["Step", "Reduction", "Reducer", "ReduceOutcome", "reduce_reproducer", "failure_class", "without",
            "size_of", "REDUCIBLE_KINDS"]
 
 #: failure kinds a run can show again (a test's assertion, a slow run and an import have no run to compare)
-REDUCIBLE_KINDS = ("wrong", "crash", "hang", "build_error", "launch_error", "lowering_error")
+REDUCIBLE_KINDS = (Status.WRONG, Status.CRASH, Status.HANG, Status.BUILD_ERROR, Status.LAUNCH_ERROR,
+                   Status.LOWERING_ERROR)
 _VIEW_OPS = ("transpose", "reshape", "reshape_lazy", "broadcast", "multibroadcast", "squeeze", "unsqueeze",
              "contiguous")
 _NAMES = re.compile(r"@[\w.$-]+|'[\w.$-]*mlir_[\w.$-]*'|\bmlir_\w+")
@@ -75,8 +82,6 @@ def size_of(m) -> tuple[int, int]:
 
 def without(m, name: str):
     """``m`` with instruction ``name`` taken out (its uses read its first input); None when that does not verify."""
-    import copy
-
     out = copy.deepcopy(m)
     src = out.get(name).inputs[0]
     out.instructions = [i for i in out.instructions if i.name != name]
@@ -100,8 +105,6 @@ _SIZE_ATTRS = ("out_lens", "dims")
 def _resized(m, old: int, new: int):
     """``m`` with every dimension ``old`` (parameter lens, ``out_lens`` / ``dims`` attributes) made ``new``;
     None when that gives no valid module (a literal or a non-standard parameter of that size, a rule broken)."""
-    from ..ir import Module
-
     def lens(ls):
         return [new if d == old else d for d in ls]
 
@@ -132,8 +135,6 @@ def _resized(m, old: int, new: int):
 def _rebuilt(m, param=None, skip: str = ""):
     """``m`` instruction by instruction, each parameter through ``param(ins) -> (dtype, lens, strides, name)``
     (None: as it is), the instruction ``skip`` left out; None when that gives no valid module."""
-    from ..ir import Module
-
     out = Module(name=m.name)
     try:
         for ins in m.instructions:
@@ -174,6 +175,11 @@ def _retyped(m, old: str, new: str):
     """``m`` with every parameter of type ``old`` of type ``new`` (the ops' types follow their inputs)."""
     return _rebuilt(m, lambda ins: (new, ins.shape.lens, ins.shape.strides, ins.name)
                     if ins.shape.dtype.name == old else None)
+
+
+def _fields(solution: str) -> list[str]:
+    """The fields of the perf config ``solution`` (its version prefix left out)."""
+    return list(parse_perf_config(solution).fields)
 
 
 def _smaller(d: int) -> list[int]:
@@ -294,17 +300,16 @@ class Reducer:
                 default = str(self._default(red.module))
             except Exception:   # noqa: BLE001 - no default for this module: keep the solution
                 default = red.solution
-            cur = red.solution.split(":")[-1]
-            if default != cur:
+            vals, dv = _fields(red.solution), _fields(default)
+            if dv != vals:
                 if attempt(f"solution -> {default} (the default)", red.module, default):
                     changed = True
                 else:
-                    vals, dv = cur.split(","), default.split(",")
-                    for i, (a, b) in enumerate(zip(vals, dv)):
+                    for i, (a, b) in enumerate(zip(vals, dv, strict=False)):
                         if a == b or red.out_of_budget:
                             continue
                         trial = vals[:i] + [b] + vals[i + 1:]
-                        if attempt(f"solution field {i + 1}: {a} -> {b}", red.module, ",".join(trial)):
+                        if attempt(f"solution field {i + 1}: {a} -> {b}", red.module, format_perf_config(trial)):
                             vals = trial
                             changed = True
         red.elapsed_s = time.monotonic() - t0
@@ -329,13 +334,6 @@ def reduce_reproducer(script, device=None, timeout_s: float | None = None, budge
     (with a "Reduced" section: sizes before and after, the reductions that held) written beside it.
     ``progress(step, reduction)`` is told every step. Raises ValueError for a file that is no reproducer
     or a failure kind no run shows (message with the path)."""
-    from pathlib import Path
-
-    from .. import codegen, engine
-    from ..vocab.exit_codes import ExitCode
-    from . import FailureRecord, ReproWriter
-    from .writer import read_payload
-
     script = Path(script)
     try:
         data = read_payload(script)
@@ -346,7 +344,7 @@ def reduce_reproducer(script, device=None, timeout_s: float | None = None, budge
     except (ValueError, KeyError, SyntaxError, UnicodeDecodeError):
         raise ValueError(f"{script}: not a reproducer mlirtrace wrote (no PAYLOAD in it)") from None
     module, _ = engine.load_module(data.get("module_text") or data["mlir_text"])
-    inject = data.get("inject") or None
+    inject = data.get("inject") or ""       # the recorded faults, none when none were recorded
     timeout = float(data.get("timeout_s") or timeout_s or 30.0)
     pipe = engine.Pipeline(device, inject=inject, timeout_s=timeout, database=engine.MemoryDatabase())
     seed = int(data.get("seed") or 0)
@@ -365,7 +363,7 @@ def reduce_reproducer(script, device=None, timeout_s: float | None = None, budge
         return ReduceOutcome(ExitCode.OK, f"{script}: nothing could be reduced ({red.runs} runs): every step "
                                           "changed the failure or passed", reduction=red)
     rec = FailureRecord.from_run(red.result, origin=f"reduce {script.name}", timeout_s=timeout,
-                                 inject=inject or "", device_info=pipe.device)
+                                 inject=inject, device_info=pipe.device)
     w = ReproWriter(script.parent).write(rec)
     lines = ["", "## Reduced", "", f"From `{script.name}` ({data['signature']}) by `mlirtrace reduce`, in "
              f"{red.runs} isolated runs ({red.elapsed_s:.0f} s{', budget spent' if red.out_of_budget else ''}): "

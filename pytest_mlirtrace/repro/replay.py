@@ -1,7 +1,7 @@
 """A reproducer directory replayed: every reproducer run alone, its verdict kept in ``REPLAY.json``.
 
-``replay(dir)`` runs each reproducer INDEX.json lists in a fresh process group (``procs.run_group_output``),
-as a user would (``python SCRIPT --quiet``), with the faults it was recorded with switched on when asked
+``replay(dir)`` runs each reproducer INDEX.json lists alone (:func:`.launch.launch`: a fresh process group,
+as a user would run it), with the faults it was recorded with switched on when asked
 (``with_faults``: a planted failure's reproducer only fails with them); ``replays(dir)`` reads the verdicts
 back; ``prune(dir)`` removes the reproducers (script, ticket, ``.mlir``, index entry) whose last replay said
 fixed, and index entries whose script is gone.
@@ -9,15 +9,14 @@ fixed, and index entries whose script is gone.
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..fs import atomic_write, locked
-from ..procs import run_group_output
-from ..vocab.exit_codes import ExitCode
+from ..vocab import ExitCode
+from .launch import launch
+from .writer import ReproWriter
 
 __all__ = ["Replay", "replay", "replays", "prune", "VERDICTS", "overall_exit"]
 
@@ -41,19 +40,13 @@ class Replay:
     script: str
 
 
-def _entries(d: Path) -> list[dict]:
-    from .writer import ReproWriter
-
-    return ReproWriter(d).index()
-
-
 def replay(d, timeout_s: float = 300.0, with_faults: bool = True, device: str | None = None,
            progress=None) -> list[Replay]:
     """Run every reproducer of directory ``d`` alone, oldest first, each for at most ``timeout_s`` seconds
     (it and what it started killed then); record the verdicts in ``d/REPLAY.json``. ``progress(i, n, entry)``
     is told before each."""
     d = Path(d)
-    entries = _entries(d)
+    entries = ReproWriter(d).index()
     out: list[Replay] = []
     for i, e in enumerate(entries):
         if progress is not None:
@@ -64,13 +57,8 @@ def replay(d, timeout_s: float = 300.0, with_faults: bool = True, device: str | 
             out.append(Replay(e["signature"], e.get("kind", "?"), "missing", None, f"{script.name}: no such file",
                               0.0, time.time(), e["script"]))
             continue
-        env = {k: v for k, v in os.environ.items() if k != "MLIRTRACE_INJECT"}
-        if with_faults and e.get("inject"):
-            env["MLIRTRACE_INJECT"] = e["inject"]
-        cmd = [sys.executable, str(script.resolve()), "--quiet"]     # absolute: it runs with cwd=d
-        if device:
-            cmd += ["--device", device]
-        code, text = run_group_output(cmd, env=env, timeout=timeout_s, cwd=str(d))
+        code, text = launch(script, limit_s=timeout_s, inject=e.get("inject") if with_faults else None,
+                            device=device, cwd=d)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if code is None:
             verdict, line = "timed out", f"killed after {timeout_s:g} s"
@@ -110,8 +98,6 @@ def overall_exit(rs: list[Replay]) -> int:
 def prune(d, dry_run: bool = False) -> list[str]:
     """Remove what the last replay of ``d`` found fixed, and index entries whose script is gone: the
     signatures removed (with ``dry_run``: those that would be)."""
-    from .writer import ReproWriter
-
     d = Path(d)
     last = replays(d)
     w = ReproWriter(d)

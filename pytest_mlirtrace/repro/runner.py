@@ -22,6 +22,13 @@ import sys
 import tempfile
 from typing import Callable
 
+import pytest_mlirtrace
+
+from .. import runtime
+from ..config import environment, inject_now
+from ..engine import TuningDatabase
+from ..trace import TraceConfig, TraceSession
+from ..vocab import Status
 from . import reproducer_template as tmpl
 from .reproducer_template import EXIT_DIFFERENT, EXIT_FIXED, EXIT_REPRODUCED, EXIT_USAGE, section
 
@@ -45,7 +52,7 @@ def run_package(data: dict, args) -> dict:
     res = _run_package(data, args)
     if res["status"] == "cannot_run":
         return res
-    notes = [f"MLIRTRACE_INJECT={res['inject']} (from the environment)"] if res.get("inject") else []
+    notes = [f"{environment.INJECT}={res['inject']} (from the environment)"] if res.get("inject") else []
     if args.show_kernel and res.get("kernel_source") is not None:
         notes.append("kernel source now: the same as recorded" if res["kernel_source"] == data["kernel_source"]
                      else section("kernel source now (re-lowered)", res["kernel_source"]))
@@ -59,7 +66,7 @@ def run_package(data: dict, args) -> dict:
 def all_solutions_verdict(data: dict, res: dict) -> tuple[int, str]:
     """Fixed when every solution matches the oracle; reproduced when a solution recorded failing still
     fails the recorded way; else fails differently."""
-    if res["status"] == "ok":
+    if res["status"] == Status.OK:
         return EXIT_FIXED, "FIXED: every solution matches the oracle"
     kind, still = data["kind"], res.get("still_failing", [])
     if still:
@@ -74,14 +81,11 @@ def recorded_failing(data: dict) -> list[str]:
 
 
 def _run_package(data: dict, args) -> dict:
-    import pytest_mlirtrace
-    from .. import runtime
-    from ..trace import TraceConfig, TraceSession
-    from ..engine import TuningDatabase
-
     timeout = args.timeout or data.get("timeout_s") or tmpl.DEFAULT_TIMEOUT_S
     scratch = tempfile.mkdtemp(prefix="mlirtrace-repro-")
     try:
+        # the planted faults as this process was started with (a reproducer's run starts here)
+        inject = inject_now()
         # one kernel to build and run: one worker process (tuning every solution: the default, parallel builds);
         # the first worker resolves the device spec
         pool = runtime.WorkerPool(args.device or data.get("device_key") or None,
@@ -90,19 +94,19 @@ def _run_package(data: dict, args) -> dict:
         recorded = (data.get("standalone") or {}).get("build_options") or None
         session = TraceSession(pool.device, config=TraceConfig.from_env(), timeout_s=timeout, pool=pool,
                                database=TuningDatabase(os.path.join(scratch, "tuning.json")),
-                               build_options=recorded)
+                               build_options=recorded, inject=inject)
     except Exception as e:   # noqa: BLE001 - no device, no OpenCL
         return {"status": "cannot_run", "error": f"{type(e).__name__}: {e}"}
     dev = session.device
     base = {"device": f"{getattr(dev, 'name', dev)} ({getattr(dev, 'key_name', '')})",
             "package": getattr(pytest_mlirtrace, "__version__", "?")}
-    if os.environ.get("MLIRTRACE_INJECT"):
-        base["inject"] = os.environ["MLIRTRACE_INJECT"]
+    if inject:
+        base["inject"] = inject
     if args.all_solutions:
         return dict(base, **_all_solutions(session, data))
     try:
         res = session.run(data["mlir_text"], solution=args.solution or data["solution"], seed=int(data["seed"]),
-                          repeats=5 if data["kind"] == "slow" else 1)
+                          repeats=5 if data["kind"] == Status.SLOW else 1)
     except Exception as e:   # noqa: BLE001 - a solution that does not parse, an MLIR that no longer verifies
         if args.solution and type(e).__name__ == "SolutionError":
             return dict(base, status="usage", error=f"--solution {args.solution}: {e}")
@@ -111,7 +115,7 @@ def _run_package(data: dict, args) -> dict:
             return dict(base, status="refused", error=f"{type(e).__name__}: {e}")
         if type(e).__name__ == "NotSupported":
             return dict(base, status="not_supported", error=f"{e}")
-        return dict(base, status="lowering_error", error=f"{type(e).__name__}: {e}")
+        return dict(base, status=Status.LOWERING_ERROR, error=f"{type(e).__name__}: {e}")
     c = res.compiled
     return dict(base, status=res.status, error=res.detail or c.error or "", time_ms=res.time_ms,
                 problem_key=c.span.problem_key, solution=c.span.solution, kernel_source=c.span.kernel_source,
@@ -132,15 +136,15 @@ def _all_solutions(session, data: dict) -> dict:
             res = session.run(data["mlir_text"], solution=sol, seed=int(data["seed"]))
             rows.append((sol, res.status, res.time_ms, res.detail or ""))
         except Exception as e:   # noqa: BLE001 - a solution that no longer applies
-            rows.append((sol, "lowering_error", None, f"{type(e).__name__}: {e}"))
+            rows.append((sol, Status.LOWERING_ERROR, None, f"{type(e).__name__}: {e}"))
     w = max([len("solution")] + [len(r[0]) for r in rows])
     lines = [f"  {'solution':<{w}}  {'status':<14} {'time_ms':>10}  {'recorded':<8}  detail"]
     for sol, status, t, detail in rows:
         was = "failed" if sol in failing else "passed" if sol in passed else "-"
         ts = f"{t:.4f}" if t is not None else "-"
         lines.append(f"  {sol:<{w}}  {status:<14} {ts:>10}  {was:<8}  {detail.splitlines()[0] if detail else ''}")
-    bad = [r for r in rows if r[1] != "ok"]
+    bad = [r for r in rows if r[1] != Status.OK]
     still = [r[0] for r in rows if r[0] in failing and r[1] == data["kind"]]
-    return {"status": "ok" if not bad else "failures", "table": "\n".join(lines),
+    return {"status": Status.OK if not bad else "failures", "table": "\n".join(lines),
             "error": f"{len(bad)} of {len(rows)} solutions fail" if bad else "", "still_failing": still,
             "recorded_status": next((r[1] for r in rows if r[0] == data["solution"]), "?")}

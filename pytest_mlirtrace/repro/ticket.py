@@ -3,23 +3,19 @@ from __future__ import annotations
 
 import re
 
+from ..config import environment
+from ..vocab import Status
 from .evidence import LAYER_WORDS
+from .handoff import handoff_markdown
+from .markdown import fence, one_line
 
 OCCURRENCES_RE = re.compile(r"^\*\*Occurrences:\*\* .*$", re.MULTILINE)
-KIND_WORDS = {"build_error": "build error", "crash": "crash", "hang": "hang", "wrong": "wrong results",
-              "slow": "too slow", "assertion": "test assertion", "launch_error": "launch error",
-              "lowering_error": "lowering error", "imported": "imported from a trace log"}
-
-
-def fence(text: str, lang: str = "") -> str:
-    """``text`` in a code fence longer than any run of backticks inside it."""
-    runs = [len(m) for m in re.findall(r"`+", text or "")]
-    ticks = "`" * max(3, max(runs, default=0) + 1)
-    return f"{ticks}{lang}\n{(text or '').rstrip()}\n{ticks}"
-
-
-def one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text or "").strip()
+KIND_WORDS = {Status.BUILD_ERROR: "build error", Status.CRASH: "crash", Status.HANG: "hang",
+              Status.WRONG: "wrong results", Status.SLOW: "too slow", Status.ASSERTION: "test assertion",
+              Status.LAUNCH_ERROR: "launch error", Status.LOWERING_ERROR: "lowering error",
+              Status.IMPORTED: "imported from a trace log"}
+__all__ = ["KIND_WORDS", "fence", "one_line", "render_ticket", "render_index", "update_occurrences", "title",
+           "planted_note", "failing_solutions"]
 
 
 def failing_solutions(data: dict) -> list[str]:
@@ -44,14 +40,14 @@ def planted_note(data: dict) -> list[str]:
         return []
     planted = data.get("planted")
     if planted is True:
-        text = (f"> Planted bug: it fails with the seeded fault `MLIRTRACE_INJECT={inj}` and passed with the "
+        text = (f"> Planted bug: it fails with the seeded fault `{environment.INJECT}={inj}` and passed with the "
                 "fault switched off. Used to test the tooling; not a compiler bug.")
     elif planted is False:
-        text = (f"> Recorded with the seeded fault `MLIRTRACE_INJECT={inj}` switched on, but it fails with the "
+        text = (f"> Recorded with the seeded fault `{environment.INJECT}={inj}` switched on, but it fails with the "
                 "fault switched off too: **a real bug**, not the planted one.")
     else:
-        text = (f"> Recorded with the seeded fault `MLIRTRACE_INJECT={inj}` switched on; whether the fault caused "
-                "it was not checked (run the reproducer without MLIRTRACE_INJECT to find out).")
+        text = (f"> Recorded with the seeded fault `{environment.INJECT}={inj}` switched on; whether the fault caused "
+                f"it was not checked (run the reproducer without {environment.INJECT} to find out).")
     return [text, ""]
 
 
@@ -90,9 +86,9 @@ def render_ticket(data: dict, entry: dict, script_rel: str, mlir_rel: str | None
     out += ["## Error", "", fence(data["error"], "text"), ""]
     if data.get("mismatch") and data["mismatch"] != data["error"]:
         out += ["## Mismatch against the numpy oracle", "", fence(data["mismatch"], "text"), ""]
-    if kind == "hang" and data.get("timeout_s") is not None:
+    if kind == Status.HANG and data.get("timeout_s") is not None:
         out += [f"No result within the timeout of {data['timeout_s']:g} s.", ""]
-    if kind == "slow" and data.get("max_ms") is not None:
+    if kind == Status.SLOW and data.get("max_ms") is not None:
         t = data.get("time_ms")
         out += [f"Measured {t:.4g} ms; the bound is {data['max_ms']:.4g} ms.", ""] if t is not None else []
     if data.get("build_log"):
@@ -117,7 +113,6 @@ def render_ticket(data: dict, entry: dict, script_rel: str, mlir_rel: str | None
         f"4: cannot run here, 5: only the original test can judge, 6: fails differently). "
         f"Inputs: `ir.random_inputs(module, seed={data['seed']})`. Standalone: {std}.", ""]
     if mlir_rel:
-        from .handoff import handoff_markdown
         out += handoff_markdown(data, mlir_rel)
     v = data.get("versions", {})
     out += ["## Environment", ""] + [f"- {k}: {val}" for k, val in v.items()]

@@ -15,14 +15,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import environment
 from .files import atomic_write, display_path, locked
 from .payload import build_payload
 from .record import FailureRecord
+from .reproducer_template import encode_payload, load_payload
 from .signature import first_line, signature
 from .ticket import render_index, render_ticket, update_occurrences
 
 TEMPLATE_PATH = Path(__file__).with_name("reproducer_template.py")
-PAYLOAD_MARKER = 'PAYLOAD = ""  # @@MLIRTRACE_PAYLOAD@@'
+PAYLOAD_MARKER = f'PAYLOAD = ""  # @@{environment.PAYLOAD}@@'   # the template's one line the payload replaces
 INDEX_FORMAT = 1
 MAX_ORIGINS = 50
 
@@ -49,8 +51,6 @@ class WrittenRepro:
 
 def render_script(data: dict) -> str:
     """The fixed template with the data assigned to ``PAYLOAD`` as base64 (no text of the data in the code)."""
-    from .reproducer_template import encode_payload
-
     template = TEMPLATE_PATH.read_text(encoding="utf-8")
     if template.count(PAYLOAD_MARKER) != 1:
         raise RuntimeError(f"{TEMPLATE_PATH}: the payload marker must occur exactly once")
@@ -242,8 +242,6 @@ def _unique(items) -> list[str]:
 
 def read_payload(script: Path) -> dict:
     """The data a written reproducer carries (its ``PAYLOAD``)."""
-    from .reproducer_template import load_payload
-
     text = script.read_text(encoding="utf-8")
     start = text.index("PAYLOAD = (")
     end = text.index("\n)", start)

@@ -106,13 +106,13 @@ def test_summary_lists_cases_rate_failures_and_reproducers():
     from collections import Counter
 
     from pytest_mlirtrace import ir
-    from pytest_mlirtrace.fuzz import Finding, FuzzReport, FuzzStats
+    from pytest_mlirtrace.fuzz import FailingCase, FuzzReport, FuzzStats
 
     m = ir.Module()
     m.add_return(m.add("relu", m.add_param("x0", "f32", [2])))
     st = FuzzStats(cases=30, examples=10, campaigns=2, elapsed_s=10.0, failures=Counter(wrong=3))
     w = type("W", (), {"new": True, "count": 1, "signature": "wrong-x-1", "script_path": "r/x.py"})()
-    f = Finding("wrong/pointwise", "wrong", m, "64,1,1", 3, None, "output 0: 1/2 elements differ",
+    f = FailingCase("wrong/pointwise", "wrong", m, "64,1,1", 3, None, "output 0: 1/2 elements differ",
                 first_found_s=1.0, written_s=4.0, written=w, path="r/x.py")
     text = fuzz_report.summary(FuzzReport(st, [f]), 2)
     assert "30 cases in 10.0s (3.00 cases/s)" in text and "wrong 3" in text

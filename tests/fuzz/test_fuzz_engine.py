@@ -1,6 +1,7 @@
-"""The fuzz engine's bookkeeping, with the kernels' verdicts simulated (no kernel runs): two bugs that fail
-the same way (both wrong gemm results) are both reported, each with its own signature; a way already
-reported is shrunk again only now and then; every record carries the full hang limit."""
+"""The fuzz engine's bookkeeping, with the kernels' verdicts simulated (no kernel runs: the Fuzzer is given a
+pipeline that simulates them): two bugs that fail the same way (both wrong gemm results) are both reported,
+each with its own signature; a way already reported is shrunk again only now and then; every record carries
+the full hang limit."""
 from __future__ import annotations
 
 import threading
@@ -9,7 +10,12 @@ import pytest
 
 from pytest_mlirtrace import codegen, engine
 from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
-from pytest_mlirtrace.fuzz.engine import case_signature
+from pytest_mlirtrace.repro import signature
+
+
+def case_signature(rec) -> str:
+    """The signature that decides whether two shrunk cases are one bug (one fuzz run: one fault setting)."""
+    return signature(rec, faults=False)
 
 
 def _bugs(module, problem):
@@ -22,26 +28,35 @@ def _bugs(module, problem):
     return hit
 
 
+class Simulation(dict):
+    """The calls the simulated kernels saw (``n``, ``timeouts``, ``threads``) and ``pipeline``: the pipeline
+    class to give the Fuzzer (its lanes, the planted check and the evidence runs all run on it)."""
+    pipeline: type
+
+
 @pytest.fixture
-def simulated(monkeypatch):
-    calls = {"n": 0, "timeouts": set(), "threads": set()}
+def simulated():
+    calls = Simulation(n=0, timeouts=set(), threads=set())
 
-    def run(self, module, *, solution=None, seed=None, mlir_text=None, **kw):
-        calls["n"] += 1
-        calls["threads"].add(threading.current_thread().name)
-        calls["timeouts"].add((self.timeout_s, self.build_timeout_s))
-        low = self.lower_module(module, mlir_text)
-        sol = engine.tuner.parse_solution(low.problem, solution) if isinstance(solution, str) else solution
-        c = self._lower(low, sol, None)
-        hit = _bugs(module, low.problem)
-        if not hit or c.status != "ok":
-            return engine.RunResult(c, c.status, detail=c.error, seed=seed or 0)
-        detail = f"output 0: 3/9 elements differ (planted bug {hit[0]})"
-        c.status, c.error = "wrong", detail
-        return engine.RunResult(c, "wrong", detail=detail, seed=seed or 0)
+    class SimulatedPipeline(engine.Pipeline):
+        def run(self, module, *, solution=None, seed=None, mlir_text=None, **kw):
+            calls["n"] += 1
+            calls["threads"].add(threading.current_thread().name)
+            calls["timeouts"].add((self.timeout_s, self.build_timeout_s))
+            low = self.lower_module(module, mlir_text)
+            sol = engine.tuner.parse_solution(low.problem, solution) if isinstance(solution, str) else solution
+            c = self._lower(low, sol, None)
+            hit = _bugs(module, low.problem)
+            if not hit or c.status != "ok":
+                return engine.RunResult(c, c.status, detail=c.error, seed=seed or 0)
+            detail = f"output 0: 3/9 elements differ (planted bug {hit[0]})"
+            c.status, c.error = "wrong", detail
+            return engine.RunResult(c, "wrong", detail=detail, seed=seed or 0)
 
-    monkeypatch.setattr(engine.Pipeline, "run", run)
-    monkeypatch.setattr(engine.Pipeline, "prebuild", lambda self, module, sols, mlir_text=None: None)
+        def prebuild(self, module, sols, mlir_text=None):
+            return None
+
+    calls.pipeline = SimulatedPipeline
     return calls
 
 
@@ -54,7 +69,7 @@ def test_two_bugs_of_one_way_are_both_reported(simulated, tmp_path, jobs):
                     long_reductions=False)
     # (without long reductions: a long K is its own shrink minimum -- K = a quarter of the element cap, the other
     # dims 1 -- since turning the long flag off with every dim at 1 gives K = 1, no bug B)
-    fz = Fuzzer(o)
+    fz = Fuzzer(o, pipeline=simulated.pipeline)
     rep = fz.run()
     ways = {f.way for f in rep.findings}
     assert ways == {"wrong/gemm"}, [f.way for f in rep.findings]
@@ -80,7 +95,7 @@ def test_a_known_way_is_shrunk_again_less_and_less_often(simulated, tmp_path, mo
                         lambda m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
     o = FuzzOptions(budget_s=35, seed=4, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
                     max_dim=8, verify=False, shrink_budget_s=10)
-    fz = Fuzzer(o)
+    fz = Fuzzer(o, pipeline=simulated.pipeline)
     rep = fz.run()
     assert len(rep.findings) == 1, [f.module.ops() for f in rep.findings]
     kw = fz.known["wrong/gemm"]
@@ -97,7 +112,7 @@ def test_two_campaigns_at_once_each_on_its_own_thread_write_one_bug_once(simulat
     o = FuzzOptions(budget_s=12, seed=2, repro_dir=str(tmp_path / "r"), database=None, jobs=2, campaigns=2,
                     kinds=("gemm",),
                     max_dim=8, verify=False, shrink_budget_s=6, long_reductions=False)
-    fz = Fuzzer(o)
+    fz = Fuzzer(o, pipeline=simulated.pipeline)
     assert (fz.campaigns, fz.lanes_per_campaign) == (2, 1)
     rep = fz.run()
     assert {"fuzz-campaign-0", "fuzz-campaign-1"} <= simulated["threads"], simulated["threads"]
@@ -126,7 +141,7 @@ def test_a_parser_bug_is_found_through_the_text_round_trip(simulated, monkeypatc
     monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs", lambda m, p: [])     # the kernels are all right
     o = FuzzOptions(budget_s=25, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=1,
                     kinds=("pointwise", "reduce"), max_dim=6, verify=False, shrink_budget_s=10, max_findings=1)
-    rep = Fuzzer(o).run()
+    rep = Fuzzer(o, pipeline=simulated.pipeline).run()
     assert rep.findings, "the parser bug went unnoticed"
     f = rep.findings[0]
     assert f.kind == "internal" and "MLIR (shaped types) parses back to another module" in f.error, f.error
@@ -139,7 +154,7 @@ def test_a_parser_bug_is_found_through_the_text_round_trip(simulated, monkeypatc
 def test_without_the_round_trip_the_in_memory_module_is_compiled(simulated, tmp_path):
     o = FuzzOptions(budget_s=5, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("pointwise",),
                     max_dim=4, verify=False, round_trip=False)
-    rep = Fuzzer(o).run()
+    rep = Fuzzer(o, pipeline=simulated.pipeline).run()
     assert rep.stats.cases > 0 and simulated["n"] > 0
 
 
@@ -147,35 +162,35 @@ def test_past_the_budget_and_its_write_grace_a_finding_is_written_unchecked(simu
     """No reproducer is started once the budget plus its write grace is spent: the finding is written with a
     note saying it was not run alone, and nothing is called planted or not."""
     started = []
-    monkeypatch.setattr("pytest_mlirtrace.fuzz.engine.run_group", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr("pytest_mlirtrace.repro.launch.run_group_output", lambda *a, **k: started.append(a) or (0, ""))
     # (the shrink may take longer than the budget: what was found is written once the budget runs out)
     o = FuzzOptions(budget_s=4, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
                     max_dim=8, verify=True, write_grace_s=0.0, shrink_budget_s=100)
-    rep = Fuzzer(o).run()
+    rep = Fuzzer(o, pipeline=simulated.pipeline).run()
     assert rep.findings and not started
     f = rep.findings[-1]
     assert "not run alone in a fresh process" in f.note and "write grace (0 s)" in f.note
     assert f.record.planted is None
 
 
-def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_order(simulated, tmp_path, monkeypatch):
+def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_order(simulated, tmp_path):
     """Each lane gets every other solution and builds its share in one request (Pipeline.prebuild); the
     results come back in the solutions' order, each solution once per seed."""
-    import time
-
     from pytest_mlirtrace import ir
 
     m = ir.Module()     # no transpose, K < 5: no planted bug (every seed runs)
     m.add_return(m.add("dot", m.add_param("a", "f32", [1, 8, 4]), m.add_param("b", "f32", [1, 4, 8])))
     shares = []
-    monkeypatch.setattr(engine.Pipeline, "prebuild",
-                        lambda self, module, sols, mlir_text=None: shares.append((id(self), [str(s) for s in sols])))
+
+    class Sharing(simulated.pipeline):
+        def prebuild(self, module, sols, mlir_text=None):
+            shares.append((id(self), [str(s) for s in sols]))
+
     fz = Fuzzer(FuzzOptions(budget_s=60, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=2, verify=False,
-                            campaigns=1))
+                            campaigns=1), pipeline=Sharing)
     try:
-        fz._t0 = time.monotonic()
-        fz._deadline = fz._t0 + 60
-        fz._open()
+        fz.state.start_clock()
+        fz.open()
         sols = ["8,8,8,4,4,4,0,4", "16,8,8,2,8,8,0,4", "4,8,4,4,8,8,0,4"]
         out = fz.run_case(m, sols, 7)
     finally:

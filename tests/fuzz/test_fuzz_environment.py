@@ -7,19 +7,18 @@ from pytest_mlirtrace import runtime, engine
 from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
 
 
-def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(monkeypatch, tmp_path):
-    real = engine.Pipeline.run
+def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(tmp_path):
     calls = {"n": 0}
 
-    def run(self, *a, **kw):
-        calls["n"] += 1
-        if calls["n"] > 5:      # the first cases run for real, then the workers can no longer start
-            raise runtime.EnvironmentFailure("the OpenCL worker for 0:0 could not start: planted")
-        return real(self, *a, **kw)
+    class FailingPipeline(engine.Pipeline):
+        def run(self, *a, **kw):
+            calls["n"] += 1
+            if calls["n"] > 5:      # the first cases run for real, then the workers can no longer start
+                raise runtime.EnvironmentFailure("the OpenCL worker for 0:0 could not start: planted")
+            return super().run(*a, **kw)
 
-    monkeypatch.setattr(engine.Pipeline, "run", run)
     fz = Fuzzer(FuzzOptions(budget_s=60, seed=5, repro_dir=str(tmp_path / "repros"), database=None, jobs=1,
-                            kinds=("pointwise",)))
+                            kinds=("pointwise",)), pipeline=FailingPipeline)
     with pytest.raises(runtime.EnvironmentFailure, match="planted"):
         fz.run()
     assert calls["n"] == 6                      # stopped at the first one: no shrinking, no retries

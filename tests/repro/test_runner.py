@@ -1,4 +1,4 @@
-"""A generated reproducer is data plus one call into the library (``pytest_mlirtrace.repro.run``); only
+"""A generated reproducer is data plus one call into the library (``pytest_mlirtrace.reproduce.run``); only
 the standalone path is in the script, and it runs on its own where pytest_mlirtrace cannot be imported."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.repro import render_script, run
+from pytest_mlirtrace.repro import render_script
+from pytest_mlirtrace.reproduce import run
 from pytest_mlirtrace.repro import reproducer_template as tmpl
 from pytest_mlirtrace.repro.runner import all_solutions_verdict
 
@@ -19,8 +20,9 @@ from .test_standalone import GOOD, KERNELS, payload
 MAX_CODE_LINES = 412   # without the payload lines: 409 with the per-element bounds check and the fp8/fp4 input codes (591 when the package path was copied into it)
 STANDALONE_IMPORTS = {"__future__", "argparse", "base64", "json", "os", "re", "signal", "subprocess", "sys", "zlib",
                       "numpy", "pyopencl"}
-LIBRARY_IMPORTS = {"pytest_mlirtrace.repro",                # run(PAYLOAD, argv): everything but the standalone path
-                   "pytest_mlirtrace.runtime.pocl_fix"}     # the OpenCL environment fix for the pip PoCL, if present
+# the one public module a script imports: run(PAYLOAD, argv) (everything but the standalone path) and
+# prepare_opencl() (the OpenCL environment fix for the pip PoCL, if present)
+LIBRARY_IMPORTS = {"pytest_mlirtrace.reproduce"}
 
 
 def code_lines(src: str) -> list[str]:
@@ -71,9 +73,9 @@ def test_script_is_small_and_has_no_library_logic():
 def test_script_hands_its_payload_and_argv_to_the_library(tmp_path):
     """With pytest_mlirtrace importable, main() is one call: run(PAYLOAD, argv, standalone=...)."""
     pkg = tmp_path / "fakelib" / "pytest_mlirtrace"
-    (pkg / "repro").mkdir(parents=True)
+    pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "repro" / "__init__.py").write_text(
+    (pkg / "reproduce.py").write_text(
         "import base64, json, zlib\n"
         "def run(payload, argv, standalone=None):\n"
         "    data = json.loads(zlib.decompress(base64.b64decode(''.join(payload.split()))))\n"
@@ -109,7 +111,7 @@ def test_without_the_package_the_script_runs_standalone(tmp_path):
 
 
 def test_standalone_prints_the_same_with_and_without_the_package(tmp_path):
-    """--standalone through pytest_mlirtrace.repro.run and the script on its own: same text, same status."""
+    """--standalone through pytest_mlirtrace.reproduce.run and the script on its own: same text, same status."""
     path = script(tmp_path, payload("build_error", KERNELS["build_error"]))
     with_pkg = run_script(path, "--standalone", "--show-kernel")
     without = run_script(path, "--show-kernel", env=no_package_env(tmp_path))
@@ -138,6 +140,30 @@ def test_all_solutions_verdict(kind, status, still, code):
     got, msg = all_solutions_verdict({"kind": kind, "solution": "a", "solutions": ["a", "b"]},
                                      {"status": status, "error": "2 of 9 solutions fail", "still_failing": still})
     assert got == code, msg
+
+
+def test_a_script_written_before_the_public_module_still_runs(tmp_path):
+    """Reproducers on users' disks import ``pytest_mlirtrace.repro.run`` (the deprecated alias): the same
+    call, the same verdict as the public module's."""
+    src = render_script(payload("wrong", KERNELS["wrong"]))
+    new = "from pytest_mlirtrace.reproduce import run\n"
+    assert src.count(new) == 1
+    old = tmp_path / "old.py"
+    old.write_text(src.replace(new, "from pytest_mlirtrace.repro import run\n"))
+    out = run_script(old, "--standalone", "-q")
+    assert out.returncode == 1 and out.stdout.startswith("REPRODUCED: wrong: output 0:"), out.stdout + out.stderr
+
+
+def test_the_scripts_names_are_the_packages():
+    """The script spells mlirtrace's variable names itself (it runs without the package): they are
+    config.environment's, and the payload's marker line is the writer's."""
+    from pytest_mlirtrace.config import environment
+    from pytest_mlirtrace.repro.writer import PAYLOAD_MARKER, TEMPLATE_PATH
+
+    assert (tmpl.ENV_LAUNCH, tmpl.ENV_RESULT) == (environment.LAUNCH, environment.RESULT)
+    assert (tmpl.LAUNCH_MARK, tmpl.RESULT_MARK) == (environment.LAUNCH, environment.RESULT + "=")
+    assert TEMPLATE_PATH.read_text(encoding="utf-8").count(PAYLOAD_MARKER) == 1
+    assert environment.PAYLOAD in PAYLOAD_MARKER
 
 
 def test_contract_numbers_agree():

@@ -90,25 +90,30 @@ def _resolve_devices(st) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(hookwrapper=True)
 def pytest_cmdline_main(config):
     """The run's settings, resolved once (an xdist worker, which has no such call, resolves its own in
     :class:`MlirtraceState`). ``--mlir-devices``: the devices resolved once, on the controller; with
     pytest-xdist and no ``-n`` given, one worker per device (each pinned to its own in
-    ``pytest_configure_node``); ``-n 0`` keeps one process (on the first device)."""
-    if hasattr(config, "workerinput"):      # a worker: the controller resolved them
-        return None
+    ``pytest_configure_node``); ``-n 0`` keeps one process (on the first device). A wrapper, so that this
+    runs before pytest-xdist's own ``pytest_cmdline_main`` reads ``-n``, whatever order the plugins were
+    loaded in."""
+    if not hasattr(config, "workerinput"):      # a worker: the controller resolved them
+        _resolve_run(config)
+    yield
+
+
+def _resolve_run(config) -> None:
     st = resolve_settings(config)
     config.stash[SETTINGS_KEY] = st        # MlirtraceState takes these: resolved once
     if not st.devices:
-        return None
+        return
     devices = _resolve_devices(st)
     config.stash[DEVICES_KEY] = devices
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None) is None:
         config.option.numprocesses = len(devices)
         if getattr(config.option, "dist", "no") == "no":
             config.option.dist = "load"
-    return None
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,29 +1,31 @@
 """The on-disk tuning database: problem key + device -> fastest solution.
 
-One JSON file (``MLIRTRACE_TUNING_DB``, else ``tuning.json`` in mlirtrace's cache directory,
-:func:`..fs.cache_dir`), read-modify-written under an exclusive lock and replaced atomically, so parallel
+One JSON file (the one a front end names: ``Settings.tuning_db``; else ``tuning.json`` in mlirtrace's cache
+directory, :func:`..fs.cache_dir`), read-modify-written under an exclusive lock and replaced atomically, so parallel
 runs (pytest-xdist) don't lose entries.
 """
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from .. import fs
 
 
-def default_path() -> Path:
-    env = os.environ.get("MLIRTRACE_TUNING_DB")
-    if env:
-        return Path(env)
+def default_path(path: str | Path | None = None) -> Path:
+    """The tuning database's file: ``path`` (the setting a front end resolved) when given, else ``tuning.json``
+    in mlirtrace's cache directory."""
+    if path:
+        return Path(path)
     return Path(fs.cache_dir()) / "tuning.json"
 
 
 class TuningDatabase:
+    """The tuning database in the file ``path`` (None: :func:`default_path`'s)."""
+
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else default_path()
+        self.path = default_path(path)
 
     @staticmethod
     def key(problem_key: str, device: str) -> str:

@@ -5,7 +5,7 @@ mode), so that a crashing driver cannot take the calling process down; the
 result is cached per process.  This module imports only the standard library
 (the worker processes load it by file path).
 
-Device specs (``--device`` / ``MLIRTRACE_DEVICE``):
+Device specs (``--device``; a front end resolves the setting and passes it down, None meaning the default):
   ``pocl`` / ``pocl-cpu`` (default)  PoCL's CPU device
   ``nvidia``                         first device of an NVIDIA platform
   ``gpu`` / ``cpu``                  first GPU / CPU device
@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field, fields
 
 __all__ = [
     "DeviceInfo", "DeviceError", "EnvironmentFailure", "list_devices", "resolve_device", "match_spec",
-    "make_key_name", "default_device_spec", "DEFAULT_SPEC", "ENV_DEVICE",
+    "make_key_name", "default_device_spec", "DEFAULT_SPEC", "DEVICE_LIST_LINE", "describe_cl_device",
+    "enumerate_cl_devices",
 ]
 
-ENV_DEVICE = "MLIRTRACE_DEVICE"
 DEFAULT_SPEC = "pocl-cpu"
 POCL_PLATFORM = "Portable Computing Language"
 
@@ -150,8 +150,9 @@ def make_key_name(name: str, platform: str, kind: str, device_version: str = "")
 
 
 def default_device_spec(spec: str | None = None) -> str:
+    """``spec`` as given (the device setting a front end resolved), else :data:`DEFAULT_SPEC`."""
     if spec is None or not str(spec).strip():
-        spec = os.environ.get(ENV_DEVICE, "").strip() or DEFAULT_SPEC
+        return DEFAULT_SPEC
     return str(spec).strip()
 
 
@@ -252,7 +253,79 @@ def list_devices(refresh: bool = False, timeout_s: float = 120.0) -> list[Device
 
 
 def resolve_device(spec: str | None = None) -> DeviceInfo:
-    """Device for *spec* (None: ``$MLIRTRACE_DEVICE`` or ``pocl-cpu``)."""
+    """Device for *spec* (None: ``pocl-cpu``)."""
     if isinstance(spec, DeviceInfo):
         return spec
     return match_spec(list_devices(), default_device_spec(spec))
+
+# ------------------------------------------------- in a worker process ---
+
+def _cl_kind(cl, d) -> str:
+    dtype = d.type
+    if dtype & cl.device_type.GPU:
+        return "gpu"
+    if dtype & cl.device_type.CPU:
+        return "cpu"
+    if dtype & cl.device_type.ACCELERATOR:
+        return "accelerator"
+    return "other"
+
+
+def describe_cl_device(cl, pi: int, di: int, p, d) -> dict:
+    """The :class:`DeviceInfo` fields of pyopencl's device ``d`` (device ``di`` of platform ``pi``, ``p``), as a
+    dict (a worker process sends it to the parent)."""
+    kind = _cl_kind(cl, d)
+    ext = tuple(d.extensions.split())
+    version = d.version.strip()
+    m = re.match(r"OpenCL\s+(\d+\.\d+)", version)
+    try:
+        fp64 = "cl_khr_fp64" in ext or bool(d.double_fp_config)
+    except Exception:
+        fp64 = "cl_khr_fp64" in ext
+    name = d.name.strip()
+    pname = p.name.strip()
+
+    def get(attr, default):
+        try:
+            return getattr(d, attr)
+        except Exception:
+            return default
+
+    return {
+        "spec": f"{pi}:{di}", "name": name, "platform": pname, "kind": kind,
+        "vendor": d.vendor.strip(),
+        "max_work_group_size": int(d.max_work_group_size),
+        "local_mem_size": int(d.local_mem_size),
+        "compute_units": int(d.max_compute_units),
+        "has_fp16": "cl_khr_fp16" in ext, "has_fp64": fp64,
+        "key_name": make_key_name(name, pname, kind, version),
+        "opencl_version": m.group(1) if m else version,
+        "platform_index": pi, "device_index": di,
+        "device_version": version, "driver_version": get("driver_version", "").strip(),
+        "global_mem_size": int(get("global_mem_size", 0)),
+        "max_work_item_sizes": tuple(int(x) for x in get("max_work_item_sizes", ())),
+        "max_mem_alloc_size": int(get("max_mem_alloc_size", 0)),
+        "extensions": ext,
+        "target_cpu": pocl_target_cpu(version) if "pocl" in version.lower() else "",
+        "vector_bits": builtin_vector_bits(kind, pname, version),
+        # NVIDIA's cl_nv_device_attribute_query gives the compute capability
+        "mma": nvidia_mma(d.vendor, int(get("compute_capability_major_nv", 0) or 0),
+                          int(get("compute_capability_minor_nv", 0) or 0)),
+    }
+
+
+def enumerate_cl_devices(cl) -> list[tuple[dict, object]]:
+    """(description, pyopencl device) of every device of every platform pyopencl ``cl`` finds."""
+    out: list[tuple[dict, object]] = []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return out
+    for pi, p in enumerate(platforms):
+        try:
+            devs = p.get_devices()
+        except cl.Error:
+            continue
+        for di, d in enumerate(devs):
+            out.append((describe_cl_device(cl, pi, di, p, d), d))
+    return out

@@ -14,10 +14,14 @@ from ..vocab.status import JOB_STATUSES
 
 __all__ = [
     "InBuf", "OutBuf", "OutCheck", "bound_f32", "Scalar", "LocalMem", "KernelArg",
-    "KernelJob", "JobResult", "program_key", "STATUSES",
+    "KernelJob", "JobResult", "program_key", "STATUSES", "REPLY_NEED_INPUTS", "REPLY_ENVIRONMENT",
 ]
 
 STATUSES = tuple(s.value for s in JOB_STATUSES)   # the words: vocab.status
+# a worker's replies that are no job's status: the run needs inputs the worker no longer holds (the pool sends
+# it again, with them); the worker cannot do OpenCL work at all (the pool raises EnvironmentFailure)
+REPLY_NEED_INPUTS = "need_inputs"
+REPLY_ENVIRONMENT = "environment"
 
 
 @dataclass

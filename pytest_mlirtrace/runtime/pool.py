@@ -11,7 +11,10 @@ endless kernel, or a compiler crash only costs that worker: the job gets a
   possible).  Timed runs (``warmup > 0`` or ``repeats > 1``, or
   ``exclusive=True``) hold a per-device lock, in-process and across processes
   (a file lock, so pytest-xdist workers don't benchmark on the same cores at
-  the same time); builds and untimed runs may overlap.
+  the same time: :mod:`.bench_lock`); builds and untimed runs may overlap.
+
+The workers' places: :mod:`.pool_slots`; how a run's arrays reach a worker (inputs it holds left out, big
+arrays through shared memory): :mod:`.transport`; one worker process seen from here: :mod:`.workerproc`.
 """
 
 from __future__ import annotations
@@ -20,19 +23,16 @@ import atexit
 import contextlib
 import itertools
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
 from collections import deque
 from concurrent.futures import Future
 
-import numpy as np
-
-from .. import fs
 from ..config import environment
+from ..vocab.status import Status
+from .bench_lock import bench_guard
 from .device import (
     WORKER_SCRIPT,
     DeviceError,
@@ -43,96 +43,19 @@ from .device import (
     match_spec,
     remember_devices,
 )
-from .job import JobResult, KernelJob
+from .job import REPLY_ENVIRONMENT, REPLY_NEED_INPUTS, JobResult, KernelJob
 from .opencl_env import ensure_opencl_env
+from .pool_slots import Slot, shutdown_slots
+from .transport import SHM_MIN_BYTES, SharedMemory, every_array, inputs_sent, lean_message
 from .workerproc import Dead, Timeout, WorkerProc, signal_name
 
-__all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT"]
+__all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT", "BUILD_BATCH_CPU", "SHM_MIN_BYTES"]
 
-ENV_NO_BENCH_FILE_LOCK = "MLIRTRACE_NO_BENCH_LOCK"
-# arrays at least this big go to a worker through a file in shared memory (/dev/shm), not down its pipe: a
-# pipe moves them in 64 KiB writes, each a system call (slow under gVisor: seconds for the 384 MB a 4096^3
-# tune's check sends)
-SHM_MIN_BYTES = 4 << 20
 # on a CPU device (PoCL) a worker builds up to this many kernels of one request as one program: PoCL parses its
 # OpenCL headers once per program, ~0.09 s of the ~0.1 s a small kernel takes to build (kbatch.py)
 BUILD_BATCH_CPU = 8
-
-
-def _shm_dir() -> str | None:
-    """A directory in memory this process may write to (None: none: arrays go down the pipe)."""
-    for base in ("/dev/shm", None):
-        try:
-            d = tempfile.mkdtemp(prefix=f"mlirtrace-{os.getpid()}-", dir=base)
-            return d
-        except OSError:
-            continue
-    return None
-
-
-class _Slot:
-    """A place for one worker; the worker is replaced when it dies."""
-
-    def __init__(self, index: int):
-        self.index = index
-        self.lock = threading.Lock()
-        self.worker: WorkerProc | None = None
-        self.runs_waiting = 0       # runs waiting for this worker: builds let them go first
-        # input keys sent to the worker of serial ``sent_serial`` (it may have dropped some since: it says so)
-        self.sent_inputs: set[str] = set()
-        self.sent_serial = -1
-
-    def inputs_held(self) -> set[str]:
-        """The input keys this slot's worker was sent (emptied when the worker is another one)."""
-        serial = self.worker.serial if self.worker is not None else -1
-        if serial != self.sent_serial:
-            self.sent_inputs, self.sent_serial = set(), serial
-        return self.sent_inputs
-
-
-def _shutdown_slots(slots: list, grace: float = 1.0) -> bool:
-    """Stop the slots' workers. A Ctrl-C meanwhile (the user pressing it again while the program exits)
-    only hurries the rest along: they are killed without waiting, and True is returned instead of the
-    KeyboardInterrupt propagating (this runs from ``atexit``, where it would print a traceback)."""
-    interrupted = False
-    for s in slots:
-        w, s.worker = s.worker, None
-        if w is None:
-            continue
-        try:
-            if interrupted:
-                w.kill(0)
-            else:
-                w.shutdown(grace)
-        except KeyboardInterrupt:
-            interrupted = True
-            try:
-                w.kill(0)
-            except BaseException:  # noqa: BLE001 - yet another Ctrl-C: the OS reaps what is left
-                pass
-        except Exception:
-            pass
-    return interrupted
-
-
-# -------------------------------------------------------- bench locking ---
-
-_bench_locks: dict[str, threading.Lock] = {}
-_bench_locks_guard = threading.Lock()
-
-
-@contextlib.contextmanager
-def _bench_guard(key_name: str):
-    with _bench_locks_guard:
-        lk = _bench_locks.setdefault(key_name, threading.Lock())
-    with lk, contextlib.ExitStack() as held:
-        if os.environ.get(ENV_NO_BENCH_FILE_LOCK, "") in ("", "0"):
-            try:
-                held.enter_context(fs.locked(os.path.join(fs.cache_dir(), "locks",
-                                                          f"bench-{key_name}.lock")))
-            except OSError:   # no lock to be had (read-only cache): benchmark unguarded
-                pass
-        yield
+# the old private name of shutdown_slots, for tests/test_no_traceback.py until it imports pool_slots
+_shutdown_slots = shutdown_slots
 
 
 # ------------------------------------------------------------------ pool ---
@@ -141,7 +64,7 @@ class WorkerPool:
     """Persistent OpenCL worker processes for one device.
 
     ``device``: a :class:`DeviceInfo`, a device spec string, or None
-    (``$MLIRTRACE_DEVICE`` or ``pocl-cpu``).  ``timeout_s``: per request
+    (``pocl-cpu``).  ``timeout_s``: per request
     phase (build, run) before the worker is declared hung and killed.
     """
 
@@ -166,8 +89,7 @@ class WorkerPool:
         # "before": benchmarks/bench_tune.py)
         self.keep_inputs = True
         self.shm_min_bytes: int | None = SHM_MIN_BYTES      # None: every array down the pipe
-        self._shm: str | None = None                        # made on first use, removed at close
-        self._shm_seq = itertools.count()
+        self._shm = SharedMemory()                          # its files: made on first use, removed at close
         # kernels a worker builds as one program (a build request's jobs, in groups; see kbatch.py): None, the
         # device's default (BUILD_BATCH_CPU on a CPU device, 1 elsewhere); 1: each kernel its own program
         if build_batch is not None and (isinstance(build_batch, bool) or int(build_batch) < 1):
@@ -197,8 +119,8 @@ class WorkerPool:
                 self.device = match_spec(known, want)   # raises DeviceError
                 spec = self.device.spec
         self._spec = spec
-        self._slots = [_Slot(i) for i in range(workers)]
-        self._finalizer = weakref.finalize(self, _shutdown_slots, self._slots)
+        self._slots = [Slot(i) for i in range(workers)]
+        self._finalizer = weakref.finalize(self, shutdown_slots, self._slots)
         for s in self._slots:
             self._spawn(s)
         # wait for the first worker: it resolves the device (or says why not)
@@ -209,7 +131,7 @@ class WorkerPool:
             raise
 
     # --- worker management ---------------------------------------------
-    def _spawn(self, slot: _Slot) -> WorkerProc:
+    def _spawn(self, slot: Slot) -> WorkerProc:
         # the worker of slot i keeps its kernel cache in shard i where it can (opencl_env.claim_shard): builds go to
         # slots in a fixed order (build_async), so a second process finds each kernel where it left it
         w = WorkerProc(self._spec, {**self._env, environment.KCACHE_SHARD: str(slot.index)})
@@ -217,7 +139,7 @@ class WorkerPool:
         self.stats["spawned"] += 1
         return w
 
-    def _ensure_ready(self, slot: _Slot, raise_device_error: bool = False) -> WorkerProc:
+    def _ensure_ready(self, slot: Slot, raise_device_error: bool = False) -> WorkerProc:
         """The slot's worker, started and ready.  Raises Dead with a message."""
         w = slot.worker
         if w is None:
@@ -280,7 +202,7 @@ class WorkerPool:
         return [s.worker.pid for s in self._slots if s.worker is not None and s.worker.alive()]
 
     # --- one request ----------------------------------------------------
-    def _request(self, slot: _Slot, msg: dict, timeout_s: float, what: str,
+    def _request(self, slot: Slot, msg: dict, timeout_s: float, what: str,
                  compile_timeout_s: float | None = None) -> dict:
         """Send *msg* to the slot's worker (slot lock held) and return the reply.
 
@@ -319,7 +241,7 @@ class WorkerPool:
                 if r.get("op") == "result":
                     r["worker_pid"] = w.pid
                     r["worker_serial"] = w.serial
-                    if r.get("status") == "environment":
+                    if r.get("status") == REPLY_ENVIRONMENT:
                         raise EnvironmentFailure(f"the OpenCL worker for {self._spec} failed: {r.get('error')}")
                     if r.get("retire"):
                         # device fault (GPU): the worker's context is unusable
@@ -336,7 +258,7 @@ class WorkerPool:
             tail = w.stderr_tail(wait_eof=0.5)
             self.stats["hangs"] += 1
             self._replace(slot, w)
-            return {"status": "hang", "signal": None, "stderr": tail, "worker_pid": w.pid,
+            return {"status": Status.HANG, "signal": None, "stderr": tail, "worker_pid": w.pid,
                     "error": f"timed out after {limit:.1f} s while {phase} {what}, "
                              f"worker killed"}
         except Dead:
@@ -354,10 +276,10 @@ class WorkerPool:
             else:
                 sig = None
                 err = f"worker exited with status {rc} while {phase} {what}"
-            return {"status": "crash", "signal": sig, "stderr": tail, "error": err,
+            return {"status": Status.CRASH, "signal": sig, "stderr": tail, "error": err,
                     "worker_pid": w.pid}
 
-    def _note_where(self, key: str, slot: _Slot, serial: int) -> None:
+    def _note_where(self, key: str, slot: Slot, serial: int) -> None:
         """The worker ``serial`` of ``slot`` now holds ``key``'s program."""
         with self._lock:
             self._where.pop(key, None)
@@ -365,7 +287,7 @@ class WorkerPool:
             while len(self._where) > 65536:
                 self._where.pop(next(iter(self._where)))
 
-    def _replace(self, slot: _Slot, dead: WorkerProc) -> None:
+    def _replace(self, slot: Slot, dead: WorkerProc) -> None:
         if slot.worker is dead:
             slot.worker = None
             if not self._closed:
@@ -374,11 +296,11 @@ class WorkerPool:
     def _result(self, r: dict, job: KernelJob, wall_s: float) -> JobResult:
         err = r.get("error", "") or ""
         tail = r.get("stderr", "") or ""
-        if tail and r.get("status") in ("crash", "hang"):
+        if tail and r.get("status") in (Status.CRASH, Status.HANG):
             err = err + "\n--- worker stderr (tail) ---\n" + tail
         if r.get("traceback"):
             err = err + "\n" + r["traceback"]
-        return JobResult(status=r.get("status", "crash"), outputs=r.get("outputs", []) or [],
+        return JobResult(status=Status(r.get("status", Status.CRASH)), outputs=r.get("outputs", []) or [],
                          times_ms=r.get("times_ms", []) or [], build_log=r.get("build_log", ""),
                          error=err, signal=r.get("signal"), build_s=float(r.get("build_s", 0.0)),
                          wall_s=wall_s, stderr=tail, label=job.label, key=job.key,
@@ -386,7 +308,7 @@ class WorkerPool:
                          cut=bool(r.get("cut", False)), checked=r.get("checked"),
                          batched=int(r.get("batched", 1) or 1))
 
-    def _pick_slot(self, key: str | None) -> _Slot:
+    def _pick_slot(self, key: str | None) -> Slot:
         with self._lock:
             loc = self._where.get(key) if key else None
         if loc is not None:
@@ -426,7 +348,7 @@ class WorkerPool:
             first[j.key] = j
             f = futures[j.key] = Future()
             prev = self._builds.get(j.key)
-            if prev is not None and (prev.status == "build_error" or self._held(j.key)):
+            if prev is not None and (prev.status == Status.BUILD_ERROR or self._held(j.key)):
                 f.set_result(JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0, "label": j.label}))
             else:
                 todo.append(j.key)
@@ -449,22 +371,22 @@ class WorkerPool:
         queues = [deque(groups[i::n]) for i in range(n)]
 
         def settle(key: str, res: JobResult) -> None:
-            if res.status in ("ok", "build_error"):     # a crash or hang is no verdict on the kernel: not kept
+            if res.status in (Status.OK, Status.BUILD_ERROR):     # a crash or hang is no verdict on the kernel: not kept
                 self._remember_build(key, res)
             futures[key].set_result(res)
 
-        def build_group(slot: _Slot, group: list[str], queue: deque) -> None:
+        def build_group(slot: Slot, group: list[str], queue: deque) -> None:
             jobs = [first[k] for k in group]
             t0 = time.monotonic()
             with slot.lock:
                 r = self._request(slot, {"op": "build_batch", "options": jobs[0].build_options,
                                          "items": [{"key": k, "source": j.source, "kernel": j.kernel_name}
-                                                   for k, j in zip(group, jobs)]},
+                                                   for k, j in zip(group, jobs, strict=True)]},
                                   timeout, f"{len(jobs)} kernels as one program ({jobs[0].describe()}, ...)")
             wall = (time.monotonic() - t0) / len(group)
             if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
                 if not alone_after_failure:     # or left unbuilt: the caller builds each when it needs it
-                    for k, j in zip(group, jobs):   # (the group's verdict, not remembered as this kernel's)
+                    for k, j in zip(group, jobs, strict=True):   # (the group's verdict, not remembered as this kernel's)
                         futures[k].set_result(self._result(
                             dict(r, error=f"built with {len(group) - 1} other kernel(s), not alone: "
                                           f"{r.get('error', '')}"), j, wall))
@@ -472,14 +394,14 @@ class WorkerPool:
                 with qlock:
                     queue.extendleft([k] for k in reversed(group))
                 return
-            for k, j, one in zip(group, jobs, r["results"]):
+            for k, j, one in zip(group, jobs, r["results"], strict=True):
                 one["worker_pid"] = r.get("worker_pid")
                 res = self._result(one, j, wall)
-                if res.status == "ok":
+                if res.status == Status.OK:
                     self._note_where(k, slot, r["worker_serial"])
                 settle(k, res)
 
-        def drain(slot: _Slot, queue: deque):
+        def drain(slot: Slot, queue: deque):
             group: list[str] = []
             try:
                 while True:
@@ -511,7 +433,7 @@ class WorkerPool:
                     if not futures[k].done():
                         futures[k].set_exception(e)
 
-        threads = [threading.Thread(target=drain, args=(s, q), daemon=True) for s, q in zip(self._slots[:n], queues)]
+        threads = [threading.Thread(target=drain, args=(s, q), daemon=True) for s, q in zip(self._slots[:n], queues, strict=True)]
         for t in threads:
             t.start()
         if wait:
@@ -573,7 +495,7 @@ class WorkerPool:
             msg["cutoff_once_ms"] = float(cutoff_once_ms)
         if check:
             msg["check"] = [c.to_wire() for c in check]
-        guard = _bench_guard(self._device_key()) if timed else contextlib.nullcontext()
+        guard = bench_guard(self._device_key()) if timed else contextlib.nullcontext()
         with guard:
             t0 = time.monotonic()
             slot = self._pick_slot(job.key)
@@ -586,73 +508,34 @@ class WorkerPool:
                 with self._lock:
                     slot.runs_waiting -= 1
             res = self._result(r, job, time.monotonic() - t0)
-        if res.status == "build_error" or (res.status == "ok" and not res.cached):
+        if res.status == Status.BUILD_ERROR or (res.status == Status.OK and not res.cached):
             self._remember_build(job.key, JobResult(
                 status=res.status, build_log=res.build_log, error=res.error,
                 build_s=res.build_s, label=job.label, key=job.key))
         return res
 
-    def _request_with_inputs(self, slot: _Slot, msg: dict, timeout_s: float, what: str,
+    def _request_with_inputs(self, slot: Slot, msg: dict, timeout_s: float, what: str,
                              compile_timeout_s: float | None) -> dict:
         """A run request (slot lock held) without the inputs its worker holds; sent again with them all
-        when the worker had dropped some."""
-        args, checks = msg["args"], msg.get("check") or []
+        when the worker had dropped some (see :mod:`.transport`)."""
         if not self.keep_inputs:
-            return self._request_shm(slot, dict(msg, args=[("in", a[1], None) if a[0] == "in" else a for a in args]),
-                                     timeout_s, what, compile_timeout_s)
-        held = slot.inputs_held()
-
-        def lean(arr, key):
-            return None if key is not None and key in held else arr
-        lean_msg = dict(msg, args=[("in", lean(a[1], a[2]), a[2]) if a[0] == "in" else a for a in args])
-        if checks:
-            lean_msg["check"] = [(c[0], c[1], lean(c[2], c[3]), c[3], lean(c[4], c[5]), c[5], c[6]) for c in checks]
-        r = self._request_shm(slot, lean_msg, timeout_s, what, compile_timeout_s)
-        if r.get("status") == "need_inputs":
+            return self._request_shm(slot, every_array(msg), timeout_s, what, compile_timeout_s)
+        r = self._request_shm(slot, lean_message(msg, slot.inputs_held()), timeout_s, what, compile_timeout_s)
+        if r.get("status") == REPLY_NEED_INPUTS:
             slot.inputs_held().clear()
             r = self._request_shm(slot, msg, timeout_s, what, compile_timeout_s)
-            if r.get("status") == "need_inputs":     # sent them all: cannot happen, but never a status of ours
-                r = dict(r, status="launch_error", error=f"the worker lost the inputs it was just sent: {r.get('keys')}")
-        held = slot.inputs_held()       # the worker may have been replaced meanwhile: then this is a new set
-        if r.get("status") == "ok":
-            held.update(a[2] for a in args if a[0] == "in" and a[2] is not None)
-            if r.get("checked") is not None:        # the worker made the check buffers resident too
-                held.update(k for c in checks for k in (c[3], c[5]))
+            if r.get("status") == REPLY_NEED_INPUTS:     # sent them all: cannot happen, but never a status of ours
+                r = dict(r, status=Status.LAUNCH_ERROR,
+                         error=f"the worker lost the inputs it was just sent: {r.get('keys')}")
+        if r.get("status") == Status.OK:    # (the worker may have been replaced meanwhile: then a new set)
+            slot.inputs_held().update(inputs_sent(msg, r))
         return r
 
-    def _request_shm(self, slot: _Slot, msg: dict, timeout_s: float, what: str,
+    def _request_shm(self, slot: Slot, msg: dict, timeout_s: float, what: str,
                      compile_timeout_s: float | None) -> dict:
-        """A run request whose big arrays travel as files in shared memory (``("shm", path, dtype, shape)`` in
-        their place), removed once the worker answered."""
-        files: list[str] = []
-
-        def out(arr):
-            if (self.shm_min_bytes is None or not isinstance(arr, np.ndarray) or arr.nbytes < self.shm_min_bytes):
-                return arr
-            if self._shm is None:
-                self._shm = _shm_dir()
-                if self._shm is None:
-                    self.shm_min_bytes = None
-                    return arr
-                weakref.finalize(self, shutil.rmtree, self._shm, True)     # a pool never closed: at exit
-            path = os.path.join(self._shm, f"{next(self._shm_seq)}.bin")
-            try:
-                np.ascontiguousarray(arr).tofile(path)
-            except OSError:     # full (a container's /dev/shm is often 64 MB): this one goes down the pipe
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-                return arr
-            files.append(path)
-            return ("shm", path, arr.dtype.str, arr.shape)
-        try:
-            m = dict(msg, args=[("in", out(a[1]), a[2]) if a[0] == "in" else a for a in msg["args"]])
-            if msg.get("check"):
-                m["check"] = [(c[0], c[1], out(c[2]), c[3], out(c[4]), c[5], c[6]) for c in msg["check"]]
+        """A run request whose big arrays travel as files in shared memory, removed once the worker answered."""
+        with self._shm.message(msg, self.shm_min_bytes) as m:
             return self._request(slot, m, timeout_s, what, compile_timeout_s)
-        finally:
-            for f in files:
-                with contextlib.suppress(OSError):
-                    os.unlink(f)
 
     def forget(self, key: str) -> None:
         """Forget the program ``key`` (a job whose results were judged wrong): the worker holding it
@@ -694,8 +577,7 @@ class WorkerPool:
         self._closed = True
         if os.getpid() != self._pid:
             return  # forked child: the parent owns the workers
-        if self._shm is not None:
-            shutil.rmtree(self._shm, ignore_errors=True)
+        self._shm.close()
         if self._finalizer():
             raise KeyboardInterrupt     # the workers are stopped; the caller still hears of the Ctrl-C
 

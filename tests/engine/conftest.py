@@ -6,9 +6,10 @@ from pytest_mlirtrace.ir.examples import seed_module
 
 @pytest.fixture(scope="session")
 def device():
+    from pytest_mlirtrace.config import resolve
     from pytest_mlirtrace.runtime import resolve_device
 
-    return resolve_device(None)
+    return resolve_device(resolve().device)     # the device setting, as a front end resolves it
 
 
 @pytest.fixture

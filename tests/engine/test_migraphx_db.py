@@ -83,8 +83,9 @@ def test_a_bad_problem_cache_is_named(tmp_path, text, why):
 
 def test_the_cli_moves_them_both_ways(tmp_path, monkeypatch):
     from pytest_mlirtrace.cli.main import main
+    from pytest_mlirtrace.config import environment
 
-    monkeypatch.setenv("MLIRTRACE_TUNING_DB", str(tmp_path / "t.json"))
+    monkeypatch.setenv(environment.TUNING_DB, str(tmp_path / "t.json"))
     (tmp_path / "in.tsv").write_text(TSV)
     monkeypatch.setattr("pytest_mlirtrace.runtime.resolve_device", lambda spec=None: type("D", (), {"spec": "0:0"}))
     assert main(["tuning-db", "import", str(tmp_path / "in.tsv")]) == 0

@@ -2,6 +2,7 @@
 
 import pytest
 
+from pytest_mlirtrace.config import environment, resolve
 from pytest_mlirtrace.runtime import DeviceError, DeviceInfo, WorkerPool, list_devices, resolve_device
 from pytest_mlirtrace.runtime import device as devmod
 
@@ -65,12 +66,15 @@ def test_list_and_resolve_real_devices(cpu_device, pocl_only):
     assert resolve_device(d) is d
 
 
-def test_resolve_env_default(monkeypatch, cpu_device):
-    monkeypatch.setenv("MLIRTRACE_DEVICE", cpu_device.spec)
-    assert resolve_device(None) == cpu_device
-    monkeypatch.setenv("MLIRTRACE_DEVICE", "no-such-thing-xyz")
+def test_resolve_the_device_setting(monkeypatch, cpu_device):
+    """The device setting (the environment's, resolved once into Settings by a front end) is passed down;
+    the runtime itself reads no setting from the environment (None: PoCL's CPU device)."""
+    monkeypatch.setenv(environment.DEVICE, cpu_device.spec)
+    assert resolve_device(resolve().device) == cpu_device
+    monkeypatch.setenv(environment.DEVICE, "no-such-thing-xyz")
     with pytest.raises(DeviceError, match="no-such-thing-xyz"):
-        resolve_device(None)
+        resolve_device(resolve().device)
+    assert devmod.default_device_spec(None) == devmod.DEFAULT_SPEC
 
 
 def test_resolve_bogus_spec(cpu_device):

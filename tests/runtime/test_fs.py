@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from pytest_mlirtrace import fs
-from pytest_mlirtrace.config import environment
+from pytest_mlirtrace.config import environment, resolve
 from pytest_mlirtrace.engine import database
 from pytest_mlirtrace.repro import files as repro_files
-from pytest_mlirtrace.runtime import opencl_env
-from pytest_mlirtrace.runtime import pool as pool_mod
+from pytest_mlirtrace.runtime import bench_lock, opencl_env
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -144,11 +143,13 @@ def test_cache_dir_env_override(tmp_path, monkeypatch):
     assert fs.cache_dir() == str(d) and d.is_dir()
     # both users resolve it the same way
     assert opencl_env.cache_dir() == str(d) and environment.CACHE_DIR == fs.ENV_CACHE_DIR
-    monkeypatch.delenv("MLIRTRACE_TUNING_DB", raising=False)
-    assert database.default_path() == d / "tuning.json"
-    assert database.TuningDatabase().path == d / "tuning.json"
-    monkeypatch.setenv("MLIRTRACE_TUNING_DB", str(tmp_path / "db.json"))
-    assert database.default_path() == tmp_path / "db.json"
+    monkeypatch.delenv(environment.TUNING_DB, raising=False)
+    assert database.default_path(resolve().tuning_db) == d / "tuning.json"
+    assert database.TuningDatabase(resolve().tuning_db).path == d / "tuning.json"
+    # the setting (resolved once by a front end, here from the environment) is passed down
+    monkeypatch.setenv(environment.TUNING_DB, str(tmp_path / "db.json"))
+    assert database.default_path(resolve().tuning_db) == tmp_path / "db.json"
+    assert database.default_path() == d / "tuning.json"     # the engine reads no setting itself
 
 
 def test_cache_dir_default_is_the_user_cache_dir(tmp_path, monkeypatch):
@@ -167,7 +168,7 @@ def test_cache_dir_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
     not_a_dir.write_text("")
     monkeypatch.setenv(fs.ENV_CACHE_DIR, str(not_a_dir / "cache"))      # cannot be created
     assert fs.cache_dir() == fallback and os.path.isdir(fallback)
-    monkeypatch.delenv("MLIRTRACE_TUNING_DB", raising=False)
+    monkeypatch.delenv(environment.TUNING_DB, raising=False)
     assert database.default_path() == Path(fallback) / "tuning.json"
     # exists but not writable (os.access says so: root may write anywhere)
     ro = tmp_path / "ro"
@@ -193,7 +194,7 @@ except filelock.Timeout:
 
 def test_bench_guard_holds_a_file_lock_in_the_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv(fs.ENV_CACHE_DIR, str(tmp_path))
-    monkeypatch.delenv(pool_mod.ENV_NO_BENCH_FILE_LOCK, raising=False)
+    monkeypatch.delenv(environment.NO_BENCH_LOCK, raising=False)
     lock = tmp_path / "locks" / "bench-some-device.lock"
 
     def probe():
@@ -202,9 +203,9 @@ def test_bench_guard_holds_a_file_lock_in_the_cache_dir(tmp_path, monkeypatch):
         assert p.returncode == 0, err
         return out.strip()
 
-    with pool_mod._bench_guard("some-device"):
+    with bench_lock.bench_guard("some-device"):
         assert lock.exists() and probe() == "busy"
     assert probe() == "free"
-    monkeypatch.setenv(pool_mod.ENV_NO_BENCH_FILE_LOCK, "1")
-    with pool_mod._bench_guard("some-device"):
+    monkeypatch.setenv(environment.NO_BENCH_LOCK, "1")
+    with bench_lock.bench_guard("some-device"):
         assert probe() == "free"

@@ -133,7 +133,7 @@ def test_fix_state_consistent():
         return
     forced = os.environ.get(environment.POCL_CPU, "").strip()
     if st.get("reported_cpu") == "generic" or forced:
-        # LLVM can't name this CPU, or the user named the target (MLIRTRACE_POCL_CPU): patched
+        # LLVM can't name this CPU, or the user named the target (environment.POCL_CPU): patched
         assert st["pocl_fix"], st
         if forced:
             assert st["cpu_name"] == forced, st

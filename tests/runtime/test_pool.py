@@ -167,7 +167,7 @@ def test_big_arrays_travel_through_shared_memory_files_that_are_removed(pool, rn
 def test_an_array_that_cannot_be_written_to_shared_memory_goes_down_the_pipe(pool, rng, monkeypatch):
     job, a, b = vadd_job(rng, n=(8 << 20) // 4)
     sent = _spy_requests(pool, monkeypatch)
-    monkeypatch.setattr(pool, "_shm", os.path.join(os.devnull, "no-such-dir"))   # every write fails
+    monkeypatch.setattr(pool._shm, "dir", os.path.join(os.devnull, "no-such-dir"))   # every write fails
     monkeypatch.setattr(pool, "keep_inputs", False)
     r = pool.run(job)
     assert r.status == "ok", r.error

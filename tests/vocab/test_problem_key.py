@@ -109,7 +109,7 @@ def test_forms_real_logs_print():
 
 
 def _logged_keys() -> list[tuple[str, str]]:
-    from pytest_mlirtrace.logs.lines import logical_lines
+    from pytest_mlirtrace.logs.line_kinds import logical_lines
 
     pats = [re.compile(r"^\s*Problem\s*:\s*(?P<key>.+)$"),
             re.compile(r"No (?:valid tuned compilation|solutions provided) for \S+ with (?P<key>.+)")]

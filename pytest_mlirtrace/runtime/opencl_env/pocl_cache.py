@@ -20,8 +20,9 @@ written during a job belong to that job:
 
 The directory is keyed by mlirtrace's version, PoCL's version and library, and the CPU that PoCL
 builds for, so a new release or another target never reads old binaries.  A worker claims its shard with
-:func:`claim_worker_shard`: in ``MLIRTRACE_KCACHE_ROOT`` when set (a test's cache that no other process
-uses), trying shard ``MLIRTRACE_KCACHE_SHARD`` first (its pool slot: ``WorkerPool`` sets it).
+:func:`claim_worker_shard`: in the directory ``environment.KCACHE_ROOT`` names when set (a test's cache that no
+other process uses), trying the shard ``environment.KCACHE_SHARD`` names first (its pool slot: ``WorkerPool``
+sets it).
 """
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ What: a patched copy of the bundled ``libpocl-*.so`` is written into mlirtrace's
 which ``getHostCPUName`` returns ``"x86-64-vN"`` (the best micro-architecture level the host supports;
 the patch itself: :mod:`.libpocl_patch`), beside a link to the PoCL package's data.  The patch is only
 applied when the original library really reports ``"generic"`` (asked once, in a subprocess, cached
-on disk), or when ``MLIRTRACE_POCL_CPU`` names the CPU to build for.  ``MLIRTRACE_NO_POCL_FIX=1``: no fix.
+on disk), or when ``environment.POCL_CPU`` names the CPU to build for; ``environment.NO_POCL_FIX`` set: no
+fix (the variables' names: :mod:`pytest_mlirtrace.config.environment`).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 disk): whether the bundled PoCL needs its CPU fix (:mod:`.pocl_cpu_fix`), which ICD files the loader
 should see (:mod:`.icd_files`: the user's, the patched PoCL, an ICD-less NVIDIA driver), and sets
 ``OCL_ICD_VENDORS`` / ``PYOPENCL_HOME`` accordingly.  The user's own ``OCL_ICD_VENDORS`` is remembered
-(``MLIRTRACE_ORIG_OCL_ICD_VENDORS``), so that child processes merge the *user's* ICDs and not ours a
+(``environment.ORIG_OCL_ICD_VENDORS``), so that child processes merge the *user's* ICDs and not ours a
 second time.
 """
 from __future__ import annotations

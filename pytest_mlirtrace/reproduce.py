@@ -17,7 +17,7 @@ The rest of the package is internal to it: a script imports nothing else.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .runtime import ensure_opencl_env
 

@@ -7,8 +7,8 @@ the best one a quick tune finds — and written out as a reproducer + ticket (``
 What cannot run (not runnable, not supported by the code generator, over ``--max-bytes``) is listed
 with the reason, never dropped. ``import-lines.json`` says what the rest of the log became: each module dump
 (and why it cannot run as printed: a compiled program, literals printed as ``{ ... }``), the count of lines of
-each kind, and every line no reader knows, with its line number (also printed under "unrecognised lines"). Bytes that are not UTF-8 are reported (``LOG:LINE:COL``) and replaced:
-a log is read whatever else it holds.
+each kind, and every line no reader knows, with its line number (also printed under "unrecognised lines").
+Bytes that are not UTF-8 are reported (``LOG:LINE:COL``) and replaced: a log is read whatever else it holds.
 
 Exit status: 0 every module that ran matched the oracle (what could not run is listed), 1 one failed
 here, 2 bad usage or nothing MIGraphX printed was found.

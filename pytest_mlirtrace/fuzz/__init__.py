@@ -7,8 +7,15 @@ run on), :mod:`.filing` (what a campaign found, through ``repro.Findings``), :mo
 from .engine import Fuzzer, fuzz
 from .options import DEFAULT_DATABASE, FuzzOptions
 from .report import Progress, report_dict, run_and_report, summary
-from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, FailingCase, FuzzReport, FuzzStats,
-                      ShrinkBudgetExhausted)
+from .results import (
+                      BudgetExhausted,
+                      CaseFailed,
+                      EnvironmentStop,
+                      FailingCase,
+                      FuzzReport,
+                      FuzzStats,
+                      ShrinkBudgetExhausted,
+)
 
 __all__ = ["FuzzOptions", "FuzzReport", "FuzzStats", "FailingCase", "Fuzzer", "fuzz", "CaseFailed", "BudgetExhausted",
            "ShrinkBudgetExhausted", "EnvironmentStop", "DEFAULT_DATABASE", "Progress", "summary", "report_dict",

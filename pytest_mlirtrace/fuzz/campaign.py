@@ -24,8 +24,16 @@ from ..store import Store
 from ..strategies import fused_cases
 from .cases import Cases, RoundTripError
 from .filing import Filing
-from .results import (BudgetExhausted, CaseFailed, EnvironmentStop, FailingCase, ShrinkBudgetExhausted, flatten,
-                      way_class, way_of)
+from .results import (
+    BudgetExhausted,
+    CaseFailed,
+    EnvironmentStop,
+    FailingCase,
+    ShrinkBudgetExhausted,
+    flatten,
+    way_class,
+    way_of,
+)
 from .state import Campaign, FuzzRun
 
 __all__ = ["Campaigns"]

@@ -86,9 +86,9 @@ def layout_of(shape) -> str:
     lens, strides = tuple(shape.lens), tuple(shape.strides)
     if strides == tuple(ir.standard_strides(lens)):
         return "standard"
-    if any(s == 0 and n > 1 for s, n in zip(strides, lens)):
+    if any(s == 0 and n > 1 for s, n in zip(strides, lens, strict=True)):
         return "broadcast"
-    order = sorted((s, n) for s, n in zip(strides, lens) if n > 1)
+    order = sorted((s, n) for s, n in zip(strides, lens, strict=True) if n > 1)
     acc = 1
     packed = True
     for s, n in order:

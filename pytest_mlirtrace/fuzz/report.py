@@ -129,13 +129,15 @@ def report_dict(report, fz) -> dict:
         "max_case_s": round(st.max_case_s, 3), "reshrinks": st.reshrinks, "repeats": st.repeats,
         "odd_perf_configs": {"drawn": st.odd_drawn, "refused": dict(st.odd_refused)},
         "coverage": st.coverage.to_dict() if st.coverage is not None else {},
-        "failures": dict(st.failures), "statuses": dict(st.statuses), "kinds": dict(st.kinds), "inject": fz.inject or "",
+        "failures": dict(st.failures), "statuses": dict(st.statuses), "kinds": dict(st.kinds),
+        "inject": fz.inject or "",
         "exit_code": report.exit_code, "store": fz.store.summary(),
         "findings": [{
             "kind": f.kind, "way": f.way, "signature": getattr(f.written, "signature", ""), "path": f.path,
             "ticket": str(getattr(f.written, "ticket_path", "") or ""), "new": bool(getattr(f.written, "new", True)),
             "count": int(getattr(f.written, "count", 1) or 1), "elsewhere": getattr(f.written, "elsewhere", ""),
-            "shrunk": f.shrunk, "note": f.note, "first_found_s": round(f.first_found_s, 3), "written_s": round(f.written_s, 3),
+            "shrunk": f.shrunk, "note": f.note, "first_found_s": round(f.first_found_s, 3),
+            "written_s": round(f.written_s, 3),
             "solution": f.solution, "seed": f.seed, "symbol": f.module.symbol_name(),
             "ops": f.module.ops(),
             "error": (f.record.first_line if f.record is not None else f.error.splitlines()[0]),
@@ -164,7 +166,7 @@ def run_and_report(options: FuzzOptions, *, quiet: bool = False, report_path: st
         print(summary(report, fz.jobs))
     if report_path or as_json:
         d = report_dict(report, fz)
-        for row, f in zip(d["findings"], report.findings):
+        for row, f in zip(d["findings"], report.findings, strict=True):
             row["module"] = ir.print_module(f.module)
         if report_path:
             with open(report_path, "w", encoding="utf-8") as fh:

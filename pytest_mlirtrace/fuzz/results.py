@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..repro import failure_way
 
+try:
+    from builtins import BaseExceptionGroup as _Group  # Python 3.11+
+except ImportError:                                     # 3.10: Hypothesis' backport
+    from exceptiongroup import BaseExceptionGroup as _Group
+
 
 class BudgetExhausted(BaseException):
     """Raised inside a Hypothesis campaign to stop it when the time budget is spent (a
@@ -116,7 +121,7 @@ def way_of(res, problem_kind: str) -> str:
 def flatten(e: BaseException | None) -> list:
     if e is None:
         return []
-    if isinstance(e, BaseExceptionGroup):
+    if isinstance(e, _Group):
         out = []
         for x in e.exceptions:
             out.extend(flatten(x))

@@ -22,9 +22,17 @@ from ..runtime import DeviceError, resolve_device
 from ..trace import TraceConfig, TraceLog
 from ..vocab import Status
 from .hypothesis_examples import current_example, example_notes, is_hypothesis_test
-from .keys import (PROP_CALL, PROP_KEY, PROP_MLIR, PROP_MODULE, PROP_REPRO, PROP_SCRIPT, PROP_SIGNATURE,
-                   PROP_TICKET, SECTION)
-
+from .keys import (
+    PROP_CALL,
+    PROP_KEY,
+    PROP_MLIR,
+    PROP_MODULE,
+    PROP_REPRO,
+    PROP_SCRIPT,
+    PROP_SIGNATURE,
+    PROP_TICKET,
+    SECTION,
+)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -186,7 +194,8 @@ class Mlirtrace:
         err = first.error.rstrip().splitlines() or [first.kind]
         lines += ["  " + ln for ln in err[:12]] + (["  ..."] if len(err) > 12 else [])
         lines.append(f"  problem key: {s.problem_key}")
-        lines.append(f"  signature: {signature(first)}" + (f" (+{len(recs) - 1} more failures)" if len(recs) > 1 else ""))
+        more = f" (+{len(recs) - 1} more failures)" if len(recs) > 1 else ""
+        lines.append(f"  signature: {signature(first)}{more}")
         if self._state.repro:
             lines.append(f"  reproducer: {_rel(self._state.repro_dir / (signature(first) + '.py'))} "
                          "(see the 'mlirtrace: reproducer' section)")
@@ -232,7 +241,7 @@ class Mlirtrace:
             tr = self.session.tune(source, mode=mode, use_database=use_database, solutions=solutions, options=opts)
             recs = self._records_from_events(start, {c.span.hash: c.spec for c in tr.failures},
                                              self.session.pipeline.seed,
-                                             passed=[r.solution for r in tr.rows if r.status == "ok"])
+                                             passed=[r.solution for r in tr.rows if r.status == Status.OK])
         self._note((tr.best.span if tr.best is not None else (tr.failures[0].span if tr.failures else None)),
                    self.session.pipeline.seed)
         if recs and (check or tr.best is None):
@@ -293,7 +302,7 @@ class Mlirtrace:
     def _was_written(self, rec: FailureRecord) -> bool:
         return any(rec is w for w in self._written)
 
-    def report_failure(self, rep, call) -> list["Reported"]:
+    def report_failure(self, rep, call) -> list[Reported]:
         """Write the reproducers of the failure that ended the test and add the report's sections and
         junit properties; what was reported (for the pytest-html extras), [] when nothing new."""
         recs, notes = self._records_for(call)

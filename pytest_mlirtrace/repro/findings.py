@@ -28,8 +28,8 @@ launches the written script (:mod:`.launch`, the one launcher of reproducer scri
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from ..engine import CompileFailed
 from ..vocab import Status

@@ -7,6 +7,14 @@ import json
 import os
 import sys
 
+from .. import codegen
+from ..codegen import LoweringError
+from ..engine.session import func_text
+from ..engine.tuner import SizeLimitError, parse_solution
+from ..ir import IRError
+from ..logs import parse_log
+from ..mlir import module_difference
+from ..vocab import ExitCode, Status
 from .record import FailureRecord
 from .writer import ReproWriter
 
@@ -30,8 +38,6 @@ def _logged_solution(parts, link):
 
 def _map_solution(pipe, low, raw: str | None):
     """(our Solution or None, why it did or didn't map)."""
-    from .. import codegen
-    from ..engine.tuner import parse_solution
 
     if not raw:
         return None, "the log names no solution"
@@ -45,7 +51,6 @@ def _map_solution(pipe, low, raw: str | None):
 
 def _module_for(parts, link, func_module):
     """The logged migraphx module (names as MIGraphX printed them) when it is the same program."""
-    from ..mlir import module_difference
 
     if link is None or link.module is None:
         return func_module
@@ -72,12 +77,6 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
     not runnable with the reason, and the rest is imported.
     The exit status (``vocab.ExitCode``): 0 all that could run ran right (what could not is listed), 1 one
     failed here, 2 nothing MIGraphX printed was found."""
-    from ..codegen import LoweringError
-    from ..engine.session import func_text
-    from ..engine.tuner import SizeLimitError
-    from ..ir import IRError
-    from ..logs import parse_log
-    from ..vocab.exit_codes import ExitCode
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -113,7 +112,7 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
             report.append({"mlir": part.index, "runnable": False, "why_not": why})
             continue
         funcs = [p for p in part.parsed if p.module is not None]
-        for func, fmod in zip(funcs, part.modules):
+        for func, fmod in zip(funcs, part.modules, strict=False):
             try:
                 module = _module_for(parts, link, fmod)
                 # the func's own MLIR when the module printed several (the span and reproducer name that one)
@@ -143,7 +142,7 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
             origin = f"import-trace {where}"
             if res.ok:
                 logged_err = parts.errors[link.error].message if link and link.error is not None else ""
-                rec = FailureRecord("imported", res.compiled.span, "run",
+                rec = FailureRecord(Status.IMPORTED, res.compiled.span, "run",
                                     f"imported from {where}; runs correctly on {s.device.key_name}"
                                     + (f"; the log reported: {logged_err}" if logged_err else ""),
                                     seed=res.seed, origin=origin, time_ms=res.time_ms)
@@ -195,7 +194,7 @@ def _run_dumps(parts, log: str, s, writer, stdout) -> tuple[dict[int, dict], int
             continue
         origin = f"import-trace {where}"
         if res.ok:
-            rec = FailureRecord("imported", res.compiled.span, "run",
+            rec = FailureRecord(Status.IMPORTED, res.compiled.span, "run",
                                 f"module dump imported from {where}; runs correctly on {s.device.key_name}",
                                 seed=res.seed, origin=origin, time_ms=res.time_ms)
         else:

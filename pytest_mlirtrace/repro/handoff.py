@@ -11,9 +11,10 @@ the tools, their flags and their order against the corpus copies of those lines)
     | xmir-runner --shared-libs=LIBS --entry-point-result=void
 
 Two-gemm kernels (attention, gemm-gemm) run the migraphx kernel pipeline in a driver of its own, as all
-their tests do (newer gemm tests do it too; for one gemm either form works). The solution goes in as ``--perf_config`` of the first ``rocmlir-gen``. Two forms: a shell
-command for a ROCm machine (``$ROCMLIR_LIB_DIR`` names rocMLIR's ``build/lib``), and a ``// RUN:`` line
-with lit's substitutions (``%s``, ``%arch``, ``%linalg_test_lib_dir``...) to paste into a rocMLIR test.
+their tests do (newer gemm tests do it too; for one gemm either form works). The solution goes in as
+``--perf_config`` of the first ``rocmlir-gen``. Two forms: a shell command for a ROCm machine
+(``$ROCMLIR_LIB_DIR`` names rocMLIR's ``build/lib``), and a ``// RUN:`` line with lit's substitutions
+(``%s``, ``%arch``, ``%linalg_test_lib_dir``...) to paste into a rocMLIR test.
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from dataclasses import dataclass
 from ..vocab import parse_problem_key
 from .markdown import fence
 
-__all__ = ["RocmlirChain", "rocmlir_chain", "handoff_markdown", "func_name", "SPLIT_PIPELINE_KINDS", "RUNTIME_LIBS", "tuning_config_line",
-           "migraphx_trace_env"]
+__all__ = ["RocmlirChain", "rocmlir_chain", "handoff_markdown", "func_name", "SPLIT_PIPELINE_KINDS", "RUNTIME_LIBS",
+           "tuning_config_line", "migraphx_trace_env"]
 
 #: problem-key kinds whose tests run ``-kernel-pipeline=migraphx`` in a driver apart from the host pipeline
 SPLIT_PIPELINE_KINDS = frozenset({"attention", "gemm_gemm"})

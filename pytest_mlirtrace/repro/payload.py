@@ -181,7 +181,7 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     mine_values = tmpl.random_inputs(params, rec.seed)
     mine = [tmpl.pack_input(mine_values[a["param"]], a) for a in layout if a["kind"] == "input"]
     inputs_packed = None
-    if len(ref) != len(mine) or not all(_same(r, m) for r, m in zip(ref, mine)):
+    if len(ref) != len(mine) or not all(_same(r, m) for r, m in zip(ref, mine, strict=True)):
         if sum(np.asarray(r).nbytes for r in ref) > MAX_PACKED_INPUT_BYTES:
             return None, "the input layout could not be described as data and the inputs are too big to embed"
         inputs_packed = [tmpl._pack_array(r) for r in ref]
@@ -192,14 +192,14 @@ def standalone_data(rec: FailureRecord) -> tuple[dict | None, str]:
     # distinct small values (they must survive the storage dtype, f16 and i8 included)
     bufs = [(np.arange(a["element_space"]) % 127).astype(np.dtype(a["storage_dtype"])) for a in outs]
     ref_out = codegen.unpack_outputs(spec, bufs)
-    for a, buf in zip(outs, bufs):
+    for a, buf in zip(outs, bufs, strict=True):
         if not _same(tmpl.unpack_output(buf, a), ref_out[a["index"]]):
             return None, "the output layout could not be described as data"
 
     tols = oracle_tolerances(module, codegen.problem_of(module))
     sample = sum(np.asarray(e).nbytes for e in expected) > FULL_EXPECTED_BYTES
     exp = []
-    for i, (e, shp, (rtol, atol), bnd) in enumerate(zip(expected, module.output_shapes(), tols, bounds)):
+    for i, (e, shp, (rtol, atol), bnd) in enumerate(zip(expected, module.output_shapes(), tols, bounds, strict=False)):
         exp.append(_expected_entry(i, np.asarray(e), shp, rtol, atol, sample, bnd))
     return {"args": layout, "params": params, "inputs_packed": inputs_packed, "expected": exp,
             "build_options": getattr(spec, "build_options", "") or "",

@@ -77,7 +77,7 @@ class FailureRecord:
         return symbol_of(self.span.mlir_text, self.span.module_text)
 
     @classmethod
-    def from_event(cls, ev, seed: int = 0, origin: str = "", **kw) -> "FailureRecord":
+    def from_event(cls, ev, seed: int = 0, origin: str = "", **kw) -> FailureRecord:
         """From a ``engine.CompileFailed`` event (any stage: lower, build, benchmark, run)."""
         if ev.span is None:
             raise ValueError("CompileFailed event without a span: nothing to reproduce")
@@ -85,7 +85,7 @@ class FailureRecord:
                    build_log=ev.build_log or "", mismatch=ev.mismatch or "", **kw)
 
     @classmethod
-    def from_run(cls, run_result, origin: str = "", max_ms: float | None = None, **kw) -> "FailureRecord":
+    def from_run(cls, run_result, origin: str = "", max_ms: float | None = None, **kw) -> FailureRecord:
         """From a ``engine.RunResult`` that failed, or passed but took longer than ``max_ms`` ("slow")."""
         c = run_result.compiled
         if not run_result.ok:
@@ -111,7 +111,7 @@ class FailureRecord:
                 "passed": list(self.passed)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FailureRecord":
+    def from_dict(cls, d: dict) -> FailureRecord:
         d = dict(d)
         d["span"] = Span.from_dict(d["span"])
         d["passed"] = tuple(d.get("passed") or ())

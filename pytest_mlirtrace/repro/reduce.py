@@ -194,8 +194,8 @@ class Reducer:
 
     def __init__(self, data: dict, run, default, budget_s: float = 300.0, progress=None):
         if data.get("kind") not in REDUCIBLE_KINDS:
-            raise ValueError(f"a failure of kind {data.get('kind')!r} cannot be reduced (only {', '.join(REDUCIBLE_KINDS)}: "
-                             "a failure a run shows)")
+            raise ValueError(f"a failure of kind {data.get('kind')!r} cannot be reduced (only "
+                             f"{', '.join(REDUCIBLE_KINDS)}: a failure a run shows)")
         self.data = data
         self.want = failure_class(data["kind"], data.get("error", ""), data.get("solution", ""))
         self._run, self._default = run, default

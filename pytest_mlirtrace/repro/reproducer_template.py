@@ -10,7 +10,8 @@ the recorded oracle outputs: the standalone path below, all that this file does 
 """
 from __future__ import annotations
 
-import argparse, base64, json, os, re, signal, subprocess, sys, zlib  # noqa: E401
+# ruff: noqa: E401, I001, B905 - a script that runs alone, on any Python 3: its imports on one line, no zip(strict=)
+import argparse, base64, json, os, re, signal, subprocess, sys, zlib
 
 PAYLOAD = ""  # @@MLIRTRACE_PAYLOAD@@
 

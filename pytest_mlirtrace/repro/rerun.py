@@ -9,7 +9,8 @@ made on the device the case failed on (:func:`on_recorded_device`).
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from ..engine import MemoryDatabase, Pipeline, RunOptions, load_module
 from .record import FailureRecord

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 import pytest_mlirtrace
 

@@ -134,7 +134,8 @@ def render_index(entries: list[dict]) -> str:
            "|---|---|---:|---|---|---|---|"]
     for e in entries:
         cells = [f"`{e['signature']}`", e["kind"], str(e["count"]), one_line(e.get("first_origin", "")),
-                 one_line(e.get("last_origin", "")), f"[{e['script']}]({e['script']})", f"[{e['ticket']}]({e['ticket']})"]
+                 one_line(e.get("last_origin", "")), f"[{e['script']}]({e['script']})",
+                 f"[{e['ticket']}]({e['ticket']})"]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out.append("")
     return "\n".join(out)

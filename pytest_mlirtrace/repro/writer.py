@@ -44,7 +44,7 @@ class WrittenRepro:
                 "elsewhere": self.elsewhere}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "WrittenRepro":
+    def from_dict(cls, d: dict) -> WrittenRepro:
         return cls(d["signature"], Path(d["script_path"]), Path(d["ticket_path"]), bool(d["new"]), int(d["count"]),
                    str(d.get("elsewhere", "")))
 
@@ -82,7 +82,8 @@ class ReproWriter:
 
     def index(self) -> list[dict]:
         """Every signature's entry, oldest first (reads INDEX.json)."""
-        return sorted(self._read_index()["reproducers"].values(), key=lambda e: (e.get("first_seen", 0), e["signature"]))
+        entries = self._read_index()["reproducers"].values()
+        return sorted(entries, key=lambda e: (e.get("first_seen", 0), e["signature"]))
 
     def _write_index(self, idx: dict) -> None:
         atomic_write(self.index_path, json.dumps(idx, indent=1, sort_keys=True) + "\n")

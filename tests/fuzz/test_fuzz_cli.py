@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.fuzz import report as fuzz_report
-from pytest_mlirtrace.cli.main import build_parser, main
 from pytest_mlirtrace.cli.fuzz_cmd import local_paths
+from pytest_mlirtrace.cli.main import build_parser, main
+from pytest_mlirtrace.fuzz import report as fuzz_report
 from pytest_mlirtrace.store import parse_store
 
 
@@ -27,14 +27,16 @@ def test_fuzz_is_registered_with_its_options():
     assert a.kinds is None and local_paths(a, None) == ("reproducers", ".mlirtrace/fuzz-db")
     # a directory store holds both; what is given wins; "none": no example database
     assert local_paths(a, parse_store("st")) == ("st/reproducers", "st/fuzz-db")
-    assert local_paths(parse("--budget", "1", "--repro-dir", "r", "--database", "none"), parse_store("st")) == ("r", None)
+    given = parse("--budget", "1", "--repro-dir", "r", "--database", "none")
+    assert local_paths(given, parse_store("st")) == ("r", None)
     assert local_paths(a, parse_store("redis://h:1/0")) == ("reproducers", ".mlirtrace/fuzz-db")
     assert parse("--budget", "1", "--kinds", "conv gemm").kinds == ["conv", "gemm"]
 
 
 @pytest.mark.parametrize("argv", [[], ["--budget", "0"], ["--budget", "x"], ["--budget", "5", "--kinds", "convolution"],
                                   ["--budget", "5", "--max-dim", "0"], ["--budget", "5", "--build", "turbo"]])
-def test_usage_errors_exit_2(argv, capsys):
+@pytest.mark.usefixtures("capsys")      # argparse's messages
+def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as e:
         main(["fuzz", *argv])
     assert e.value.code == 2
@@ -136,8 +138,8 @@ def test_json_prints_the_report_on_stdout_and_progress_stays_on_stderr(tmp_path)
 
 def test_help_names_every_planted_fault_and_every_kind(capsys):
     from pytest_mlirtrace.cli.main import main
-    from pytest_mlirtrace.vocab.faults import FAULTS
     from pytest_mlirtrace.strategies.graphs import ALL_KINDS
+    from pytest_mlirtrace.vocab.faults import FAULTS
 
     with pytest.raises(SystemExit):
         main(["fuzz", "--help"])
@@ -159,6 +161,7 @@ def test_build_fast_builds_the_same_kernels_with_optimisations_off_and_still_fin
     assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
     assert "build fast (optimisations off)" in p.stderr
     import json
+
     from pytest_mlirtrace.codegen import FAST_BUILD_OPTIONS
     from pytest_mlirtrace.repro.writer import read_payload
     assert json.loads(p.stdout)["findings"]

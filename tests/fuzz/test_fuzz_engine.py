@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from pytest_mlirtrace import codegen, engine
-from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
+from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
 from pytest_mlirtrace.repro import signature
 
 
@@ -39,7 +39,7 @@ def simulated():
     calls = Simulation(n=0, timeouts=set(), threads=set())
 
     class SimulatedPipeline(engine.Pipeline):
-        def run(self, module, *, solution=None, seed=None, mlir_text=None, **kw):
+        def run(self, module, *, solution=None, seed=None, mlir_text=None, **_kw):
             calls["n"] += 1
             calls["threads"].add(threading.current_thread().name)
             calls["timeouts"].add((self.timeout_s, self.build_timeout_s))
@@ -53,7 +53,7 @@ def simulated():
             c.status, c.error = "wrong", detail
             return engine.RunResult(c, "wrong", detail=detail, seed=seed or 0)
 
-        def prebuild(self, module, sols, mlir_text=None):
+        def prebuild(self, _module, _sols, mlir_text=None):     # noqa: ARG002 - Pipeline.prebuild's signature
             return None
 
     calls.pipeline = SimulatedPipeline
@@ -92,7 +92,7 @@ def test_a_known_way_is_shrunk_again_less_and_less_often(simulated, tmp_path, mo
     """One bug only (B): after it is written, re-shrinks of its way end at its own signature (repeats), and
     each repeat doubles the failures to wait before the next."""
     monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs",
-                        lambda m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
+                        lambda _m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
     o = FuzzOptions(budget_s=35, seed=4, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
                     max_dim=8, verify=False, shrink_budget_s=10)
     fz = Fuzzer(o, pipeline=simulated.pipeline)
@@ -108,7 +108,7 @@ def test_two_campaigns_at_once_each_on_its_own_thread_write_one_bug_once(simulat
     """Two Hypothesis campaigns run side by side, each drawing and checking its own cases; a bug both
     meet is shrunk by one of them at a time and written once."""
     monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs",
-                        lambda m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
+                        lambda _m, p: ["B"] if p.kind == "gemm" and getattr(p, "k", 0) >= 5 else [])
     o = FuzzOptions(budget_s=12, seed=2, repro_dir=str(tmp_path / "r"), database=None, jobs=2, campaigns=2,
                     kinds=("gemm",),
                     max_dim=8, verify=False, shrink_budget_s=6, long_reductions=False)
@@ -138,7 +138,7 @@ def test_a_parser_bug_is_found_through_the_text_round_trip(simulated, monkeypatc
         return m
 
     monkeypatch.setattr(mlir, "parse_mlir_module", buggy)
-    monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs", lambda m, p: [])     # the kernels are all right
+    monkeypatch.setattr("tests.fuzz.test_fuzz_engine._bugs", lambda _m, _p: [])     # the kernels are all right
     o = FuzzOptions(budget_s=25, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=1,
                     kinds=("pointwise", "reduce"), max_dim=6, verify=False, shrink_budget_s=10, max_findings=1)
     rep = Fuzzer(o, pipeline=simulated.pipeline).run()
@@ -162,7 +162,7 @@ def test_past_the_budget_and_its_write_grace_a_finding_is_written_unchecked(simu
     """No reproducer is started once the budget plus its write grace is spent: the finding is written with a
     note saying it was not run alone, and nothing is called planted or not."""
     started = []
-    monkeypatch.setattr("pytest_mlirtrace.repro.launch.run_group_output", lambda *a, **k: started.append(a) or (0, ""))
+    monkeypatch.setattr("pytest_mlirtrace.repro.launch.run_group_output", lambda *a, **_k: started.append(a) or (0, ""))
     # (the shrink may take longer than the budget: what was found is written once the budget runs out)
     o = FuzzOptions(budget_s=4, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
                     max_dim=8, verify=True, write_grace_s=0.0, shrink_budget_s=100)
@@ -183,7 +183,7 @@ def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_ord
     shares = []
 
     class Sharing(simulated.pipeline):
-        def prebuild(self, module, sols, mlir_text=None):
+        def prebuild(self, _module, sols, mlir_text=None):     # noqa: ARG002 - Pipeline.prebuild's signature
             shares.append((id(self), [str(s) for s in sols]))
 
     fz = Fuzzer(FuzzOptions(budget_s=60, seed=1, repro_dir=str(tmp_path / "r"), database=None, jobs=2, verify=False,

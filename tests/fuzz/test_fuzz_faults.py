@@ -18,8 +18,8 @@ import pytest
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.codegen import FAULTS
-from pytest_mlirtrace.vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
 from pytest_mlirtrace.ir.ops import conv_params
+from pytest_mlirtrace.vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
 
 # (budget, extra args) per fault: the hang needs a shorter timeout to shrink within its budget
 BUDGETS = {
@@ -62,7 +62,8 @@ def fuzz(tmp: Path, inject: str | None, budget: float, *extra: str, seed: int = 
     report = tmp / "report.json"
     cmd = [sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", str(budget), "--seed", str(seed),
            "--repro-dir", str(tmp / "repro"), "--database", str(tmp / "db"), "--report", str(report), *extra]
-    p = subprocess.run(cmd, cwd=tmp, env=_env(inject), capture_output=True, text=True, timeout=budget + WRITE_GRACE_S + COMPILE_TIMEOUT_S + 120)
+    p = subprocess.run(cmd, cwd=tmp, env=_env(inject), capture_output=True, text=True,
+                       timeout=budget + WRITE_GRACE_S + COMPILE_TIMEOUT_S + 120)
     data = json.loads(report.read_text()) if report.exists() else None
     return p, data
 

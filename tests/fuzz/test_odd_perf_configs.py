@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, find, settings
 
 from pytest_mlirtrace import codegen
-from pytest_mlirtrace.fuzz import FuzzOptions, Fuzzer
+from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
 from pytest_mlirtrace.fuzz.report import summary
 from pytest_mlirtrace.fuzz.results import FuzzReport
 from pytest_mlirtrace.strategies import fused_cases
@@ -49,14 +49,14 @@ def test_a_refused_config_is_counted_under_its_rule_and_a_taken_one_is_kept():
     short = odd_perf_config("gemm", base, [], 3, -1)               # v3: one field fewer
     fine = odd_perf_config("gemm", base, [], 4, 0)                 # v4: the default solution itself
     assert bad_n.startswith("v2:") and short.startswith("v3:") and fine.startswith("v4:")
-    assert "NPerBlock" in fz._refusal(p, bad_n)
-    assert fz._keep_applicable(p, [bad_n, short, fine]) == [fine]
+    assert "NPerBlock" in fz.cases.refusal(p, bad_n)
+    assert fz.cases.keep_applicable(p, [bad_n, short, fine]) == [fine]
     assert fz.stats.odd_drawn == 3 and fz.stats.odd_refused == {"NPerBlock": 1, "field count": 1}
     # the same problem and configs checked again (a replay, a shrink step) are not new draws
-    assert fz._keep_applicable(p, [bad_n, fine]) == [fine]
+    assert fz.cases.keep_applicable(p, [bad_n, fine]) == [fine]
     assert fz.stats.odd_drawn == 3 and fz.stats.odd_refused == {"NPerBlock": 1, "field count": 1}
     line = next(x for x in summary(FuzzReport(fz.stats, []), 1).splitlines() if x.startswith("perf configs"))
     assert line.startswith("perf configs beyond the space: 3 drawn, 1 run and checked, 2 refused"), line
     # with the fault that drops the rule, the odd config goes through (to be run: a planted wrong result)
     fz2 = Fuzzer(FuzzOptions(database=None, inject="odd_perf_config"))
-    assert fz2._refusal(p, bad_n) is None
+    assert fz2.cases.refusal(p, bad_n) is None

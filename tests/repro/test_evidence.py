@@ -7,9 +7,9 @@ import os
 import pytest
 
 from pytest_mlirtrace import ir, runtime
+from pytest_mlirtrace.engine import Pipeline, Span
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter
 from pytest_mlirtrace.repro.evidence import COMPILER, GENERATOR, SOURCE, UNDETERMINED, assess
-from pytest_mlirtrace.engine import Pipeline, Span
 
 KERNEL = "__kernel void k(__global float *y) { y[0] = 1.0f; }"
 
@@ -21,7 +21,7 @@ def rec(kind, stage="run", error="boom", build_log="", kernel=KERNEL, device=Tru
                          device_info=object() if device else None)
 
 
-def never(opts):
+def never(_opts):
     raise AssertionError("a build-stage verdict needs no re-run")
 
 
@@ -51,7 +51,7 @@ def test_a_source_right_with_optimisations_off_points_at_the_compiler():
 
 
 def test_a_source_that_fails_the_same_way_unoptimised_points_at_the_source():
-    s = assess(rec("crash"), rerun=lambda opts: ("crash", "worker killed by signal 11 (SIGSEGV)"))
+    s = assess(rec("crash"), rerun=lambda _opts: ("crash", "worker killed by signal 11 (SIGSEGV)"))
     assert s.layer == SOURCE and "the source itself is suspected" in s.evidence[-1]
 
 
@@ -64,7 +64,7 @@ def test_no_device_no_kernel_and_a_failed_rerun_leave_it_undetermined():
     assert assess(rec("wrong", device=False)).layer == UNDETERMINED
     assert assess(rec("wrong", kernel=""), rerun=never).layer == UNDETERMINED
 
-    def broken(opts):
+    def broken(_opts):
         raise RuntimeError("no worker")
     s = assess(rec("wrong"), rerun=broken)
     assert s.layer == UNDETERMINED and "RuntimeError: no worker" in s.evidence[-1]

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.repro import FailureRecord, ReproWriter, signature
 from pytest_mlirtrace.engine import RunOptions
+from pytest_mlirtrace.repro import FailureRecord, ReproWriter, signature
 
 DOT_T = """\
 a = @param:a -> float_type, {1, 5, 3}, {15, 3, 1}
@@ -22,9 +22,9 @@ b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}
 
 @pytest.fixture
 def session(tmp_path, monkeypatch):
+    from pytest_mlirtrace.engine import TuningDatabase
     from pytest_mlirtrace.runtime import DeviceError
     from pytest_mlirtrace.trace import TraceConfig, TraceSession
-    from pytest_mlirtrace.engine import TuningDatabase
 
     monkeypatch.delenv("MLIRTRACE_INJECT", raising=False)
     try:

@@ -34,12 +34,12 @@ def fake(rule):
     def run(m, sol):
         calls.append((ir.print_module(m), sol))
         bad = rule(m, sol)
-        return SimpleNamespace(ok=not bad, status="wrong" if bad else "ok", detail=ERR.replace("437", "9") if bad else "",
-                               compiled=SimpleNamespace(error=""))
+        return SimpleNamespace(ok=not bad, status="wrong" if bad else "ok",
+                               detail=ERR.replace("437", "9") if bad else "", compiled=SimpleNamespace(error=""))
     return run, calls
 
 
-def k_tail(m, sol):      # the bug: a dot whose K is not a multiple of 8
+def k_tail(m, _sol):      # the bug: a dot whose K is not a multiple of 8
     p = codegen.problem_of(m) if "dot" in m.ops() else None
     return p is not None and p.k % 8 != 0
 
@@ -56,7 +56,7 @@ def test_the_failure_class_ignores_numbers_names_and_the_solution():
 
 def test_it_keeps_the_bug_and_drops_what_the_bug_does_not_need():
     run, calls = fake(k_tail)
-    red = Reducer(DATA, run, lambda m: "8,8,8,8,8,8,0,4").reduce(module(), DATA["solution"])
+    red = Reducer(DATA, run, lambda _m: "8,8,8,8,8,8,0,4").reduce(module(), DATA["solution"])
     assert red.result is not None and red.module.ops() == ["dot"]
     p = codegen.problem_of(red.module)
     assert p.k % 8 != 0 and p.k <= 3 and p.m == 1 and p.n == 1, (p.m, p.n, p.k)
@@ -79,7 +79,7 @@ def transposed(m=19, k=21, n=23, dt="f32"):
 
 def test_a_view_of_a_parameter_is_bypassed_and_a_float_type_narrowed_when_the_bug_stays():
     run, _ = fake(k_tail)
-    red = Reducer(DATA, run, lambda m: "8,8,8,8,8,8,0,4").reduce(transposed(), DATA["solution"])
+    red = Reducer(DATA, run, lambda _m: "8,8,8,8,8,8,0,4").reduce(transposed(), DATA["solution"])
     assert red.module.ops() == ["dot"], red.module.ops()
     held = [s.what for s in red.held]
     assert "bypassed transpose (@3): the parameter takes its shape" in held, held
@@ -91,11 +91,11 @@ def test_a_view_of_a_parameter_is_bypassed_and_a_float_type_narrowed_when_the_bu
 
 
 def test_a_view_or_a_type_the_bug_needs_stays():
-    def needs_both(m, sol):      # fails only with the transpose in and f32 parameters
+    def needs_both(m, _sol):      # fails only with the transpose in and f32 parameters
         return "transpose" in m.ops() and {x.shape.dtype.name for x in m.params()} == {"f32"}
 
     run, _ = fake(needs_both)
-    red = Reducer(DATA, run, lambda m: "8,8,8,8,8,8,0,4").reduce(transposed(), DATA["solution"])
+    red = Reducer(DATA, run, lambda _m: "8,8,8,8,8,8,0,4").reduce(transposed(), DATA["solution"])
     assert "transpose" in red.module.ops()
     assert {x.shape.dtype.name for x in red.module.params()} == {"f32"}
     tried = [s for s in red.steps if s.what.startswith(("bypassed transpose", "type f32 -> f16"))]
@@ -106,14 +106,14 @@ def test_it_is_deterministic():
     outs = []
     for _ in range(2):
         run, calls = fake(k_tail)
-        red = Reducer(DATA, run, lambda m: "8,8,8,8,8,8,0,4").reduce(module(), DATA["solution"])
+        red = Reducer(DATA, run, lambda _m: "8,8,8,8,8,8,0,4").reduce(module(), DATA["solution"])
         outs.append(([s.what for s in red.steps], calls))
     assert outs[0] == outs[1]
 
 
 def test_a_case_that_does_not_fail_the_recorded_way_is_left_as_it_is():
-    run, _ = fake(lambda m, s: False)
-    red = Reducer(DATA, run, lambda m: "1").reduce(module(), DATA["solution"])
+    run, _ = fake(lambda _m, _s: False)
+    red = Reducer(DATA, run, lambda _m: "1").reduce(module(), DATA["solution"])
     assert red.result is None and red.steps[0].detail == "passes" and red.module.ops() == module().ops()
 
 
@@ -122,9 +122,9 @@ def test_only_failures_a_run_shows_can_be_reduced():
         Reducer(dict(DATA, kind="assertion"), None, None)
 
 
-def test_the_budget_stops_it_with_what_held(monkeypatch):
+def test_the_budget_stops_it_with_what_held():
     run, calls = fake(k_tail)
-    red = Reducer(DATA, run, lambda m: "x", budget_s=0.0).reduce(module(), DATA["solution"])
+    red = Reducer(DATA, run, lambda _m: "x", budget_s=0.0).reduce(module(), DATA["solution"])
     assert red.out_of_budget and red.module.ops() == module().ops() and len(calls) == 1
 
 

@@ -17,7 +17,7 @@ def _entries(module: ir.Module, seed: int, sample: bool = False, with_bounds: bo
     expected, env = ir.evaluate(module, inputs, keep_all=True)
     bounds = ir.error_bounds(module, env)
     out = []
-    for i, (e, shp, b) in enumerate(zip(expected, module.output_shapes(), bounds)):
+    for i, (e, shp, b) in enumerate(zip(expected, module.output_shapes(), bounds, strict=True)):
         rtol, atol = ir.tolerance(shp.dtype)
         out.append(_expected_entry(i, np.asarray(e), shp, rtol, atol, sample, b if with_bounds else None))
     return expected, out

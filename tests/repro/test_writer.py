@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.repro import FailureRecord, ReproWriter, normalise_error, render_script, signature
-from pytest_mlirtrace.repro.writer import read_payload
-from pytest_mlirtrace.repro.reproducer_template import load_payload
 from pytest_mlirtrace.engine import Span
+from pytest_mlirtrace.repro import FailureRecord, ReproWriter, normalise_error, render_script, signature
+from pytest_mlirtrace.repro.reproducer_template import load_payload
+from pytest_mlirtrace.repro.writer import read_payload
 
 MLIR = """\
 func.func @mlir_dot_add(%arg0: !migraphx.shaped<1x5x4xf32, 20x4x1>, %arg1: !migraphx.shaped<1x4x3xf32, 12x3x1>, %arg2: !migraphx.shaped<1x5x3xf32, 15x3x1>) -> !migraphx.shaped<1x5x3xf32, 15x3x1> attributes {arch = "pocl-cpu", kernel = "mixr", num_cu = 2 : i64} {
@@ -20,7 +20,7 @@ func.func @mlir_dot_add(%arg0: !migraphx.shaped<1x5x4xf32, 20x4x1>, %arg1: !migr
   %1 = migraphx.add %0, %arg2 : <1x5x3xf32, 15x3x1>, <1x5x3xf32, 15x3x1> -> <1x5x3xf32, 15x3x1>
   return %1 : !migraphx.shaped<1x5x3xf32, 15x3x1>
 }
-"""
+"""  # noqa: E501 - the MLIR as rocMLIR prints it, one line per op
 # text that would break any reproducer pasting it into Python source or a markdown fence
 NASTY = '// """ \'\'\' \\ \\n \\x00 ${x} {0} %s ``` </details>\n'
 
@@ -90,8 +90,9 @@ def test_ticket_has_what_a_compiler_engineer_files(tmp_path):
     got = w.write(record(build_log="", mismatch="output 0: 3/15 elements differ", bench_table="sol  ok  0.1"))
     t = got.ticket_path.read_text()
     assert t.splitlines()[0] == "# [mlirtrace] wrong: mlir_dot_add with solution 16,16,1 on pocl-cpu"
-    for piece in ("**Failure kind:** wrong", "## Problem key", "-m 5 -n 3 -k 4", "**Solution (perf config):** `16,16,1`",
-                  "## Error", "```mlir\nfunc.func @mlir_dot_add", "## migraphx module", "## How to reproduce",
+    for piece in ("**Failure kind:** wrong", "## Problem key", "-m 5 -n 3 -k 4",
+                  "**Solution (perf config):** `16,16,1`", "## Error", "```mlir\nfunc.func @mlir_dot_add",
+                  "## migraphx module", "## How to reproduce",
                   f"python {got.script_path}", "--standalone", "## Environment", "- numpy:", "**Occurrences:** 1",
                   "## Benchmark table"):
         assert piece in t, piece

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DType, dtype as _dtype, to_compute
+from .dtypes import DType, to_compute
+from .dtypes import dtype as _dtype
 
 # (rtol, atol per sqrt of reduction length): f16/bf16 results are rounded to
 # 11/8 significant bits at the end, f32 accumulates in float32 on the device.

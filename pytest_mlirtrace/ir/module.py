@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dtypes import DType, dtype as _dtype
+from .dtypes import DType
+from .dtypes import dtype as _dtype
 from .instruction import Instruction, IRError
-from .ops import RULES, infer_shape
+from .ops import RULES, compiled_op, infer_shape
+from .printer import print_module
 from .shape import Shape
-
 
 VIEW_OPS = frozenset({"multibroadcast", "broadcast", "transpose", "reshape", "contiguous", "slice",
                       "squeeze", "unsqueeze", "reshape_lazy"})
@@ -29,7 +30,7 @@ class Module:
     name: str | None = None              # e.g. "mlir_main:pointwise4"; prefixes instruction names when printed
     instructions: list[Instruction] = field(default_factory=list)
     target_id: bool = True               # newer MIGraphX prints ", target_id=0" after each instruction
-    # how MIGraphX printed it (ir.text.TextStyle: header, prefixes, older attribute names, ...), to print it back
+    # how MIGraphX printed it (ir.printer.TextStyle: header, prefixes, older attribute names, ...), to print it back
     text_style: object = field(default=None, compare=False, repr=False)
 
     # ---- lookup -------------------------------------------------------------
@@ -85,7 +86,7 @@ class Module:
     def users(self, name: str) -> list[Instruction]:
         return [i for i in self.instructions if name in i.inputs]
 
-    def copy(self) -> "Module":
+    def copy(self) -> Module:
         return copy.deepcopy(self)
 
     # ---- building -----------------------------------------------------------
@@ -163,8 +164,6 @@ class Module:
 
     def _compiled(self) -> bool:
         """A compiled program (gpu::/ref::/hip:: ops): refused to run as such, whatever else it lacks."""
-        from .text import compiled_op
-
         return any(compiled_op(i.op) for i in self.instructions)
 
     def verify_instruction(self, ins: Instruction) -> None:
@@ -182,6 +181,4 @@ class Module:
         return sorted({i.op for i in self.instructions if not i.op.startswith("@") and i.op not in RULES})
 
     def __str__(self) -> str:
-        from .text import print_module   # the printer builds on Module: imported when first shown
-
         return print_module(self)

@@ -1,9 +1,10 @@
 """Shape rules of the migraphx ops the project knows, and the op families."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from .dtypes import BY_NAME, BY_TYPE_ID, NARROW_FLOATS, DType, dtype as _dtype
+from .dtypes import BY_NAME, BY_TYPE_ID, NARROW_FLOATS, DType
+from .dtypes import dtype as _dtype
 from .instruction import Instruction, IRError
 from .shape import Shape, standard_strides
 
@@ -21,6 +22,14 @@ CONV_OPS = ("convolution", "quant_convolution")
 KNOWN_OPS = frozenset(("@param", "@literal", "@return", "multibroadcast", "broadcast", "transpose", "unpack",
                        "reshape", "contiguous", "slice", "squeeze", "unsqueeze", "softmax")
                       + POINTWISE_OPS + REDUCE_OPS + GEMM_OPS + CONV_OPS)
+# Op namespaces of compiled programs (lowered for a target): they parse and print, they never run here.
+COMPILED_PREFIXES = ("gpu::", "ref::", "hip::", "cpu::", "dnnl::", "check_context::", "fpga::")
+COMPILED_OPS = frozenset({"load", "allocate", "@outline"})
+
+
+def compiled_op(op: str) -> bool:
+    """An op of a compiled (lowered) program: ``gpu::gemm``, ``ref::add``, ``hip::copy``, ``load`` ..."""
+    return op.startswith(COMPILED_PREFIXES) or op in COMPILED_OPS
 
 
 def _err(ins: Instruction, msg: str) -> IRError:
@@ -484,4 +493,5 @@ def infer_shape(ins: Instruction, shapes: list[Shape]) -> Shape:
 
 
 __all__ = ["infer_shape", "UnsupportedOp", "KNOWN_OPS", "UNARY_OPS", "BINARY_OPS", "COMPARE_OPS",
-           "POINTWISE_OPS", "QUANT_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "RULES", "BY_NAME", "conv_params", "with_lens_like"]
+           "POINTWISE_OPS", "QUANT_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "RULES", "BY_NAME", "conv_params",
+           "with_lens_like", "COMPILED_PREFIXES", "COMPILED_OPS", "compiled_op"]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .dtypes import BY_NAME, NARROW_VALUES, DType, from_compute, narrow_random_codes, to_compute
-from .module import IRError, Instruction, Module
+from .module import Instruction, IRError, Module
 from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
 
 _erf = np.frompyfunc(math.erf, 1, 1)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from .dtypes import DType, dtype as _dtype
+from .dtypes import DType
+from .dtypes import dtype as _dtype
 
 
 def standard_strides(lens: tuple[int, ...] | list[int]) -> tuple[int, ...]:
@@ -58,7 +59,7 @@ class Shape:
     strides: tuple[int, ...]
 
     @staticmethod
-    def of(dt: str | DType, lens, strides=None) -> "Shape":
+    def of(dt: str | DType, lens, strides=None) -> Shape:
         lens = tuple(int(x) for x in lens)
         strides = standard_strides(lens) if strides is None else tuple(int(x) for x in strides)
         if len(lens) != len(strides):
@@ -108,10 +109,10 @@ class Shape:
             return 0
         return 1 + sum((n - 1) * s for n, s in zip(self.lens, self.strides))
 
-    def with_dtype(self, dt: str | DType) -> "Shape":
+    def with_dtype(self, dt: str | DType) -> Shape:
         return Shape(_dtype(dt), self.lens, self.strides)
 
-    def as_standard(self) -> "Shape":
+    def as_standard(self) -> Shape:
         return Shape(self.dtype, self.lens, standard_strides(self.lens))
 
     def __str__(self) -> str:

@@ -28,18 +28,34 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import (ArrayAttr, Builtin, BytesAttr, DenseIntOrFPElementsAttr, IntAttr, TensorType,
-                                   UnitAttr, UnregisteredOp)
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    Builtin,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IntAttr,
+    TensorType,
+    UnitAttr,
+    UnregisteredOp,
+)
 from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, TypeAttribute
-from xdsl.irdl import (AnyOf, IRDLOperation, irdl_attr_definition, irdl_op_definition, opt_attr_def,
-                       var_operand_def, var_result_def)
+from xdsl.irdl import (
+    AnyOf,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_attr_def,
+    var_operand_def,
+    var_result_def,
+)
 from xdsl.irdl import base as _base
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 
 from pytest_mlirtrace.ir.ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
+
 from .elements import dtype_of
 from .literals import dense_payload, parse_dense_payload, storage_from_values
 
@@ -56,7 +72,7 @@ class ShapedType(ParametrizedAttribute, TypeAttribute):
     element_type: Attribute
 
     @staticmethod
-    def get(lens: Sequence[int], strides: Sequence[int], element_type: Attribute) -> "ShapedType":
+    def get(lens: Sequence[int], strides: Sequence[int], element_type: Attribute) -> ShapedType:
         return ShapedType(ArrayAttr([IntAttr(int(n)) for n in lens]),
                           ArrayAttr([IntAttr(int(s)) for s in strides]), element_type)
 
@@ -166,7 +182,7 @@ class MIGraphXOp(IRDLOperation):
         return self.name.split(".", 1)[1]
 
     @classmethod
-    def parse(cls, parser: Parser) -> "MIGraphXOp":
+    def parse(cls, parser: Parser) -> MIGraphXOp:
         attrs: dict[str, Attribute] = {}
         scaled = False
         if parser.parse_optional_punctuation("(") is not None:
@@ -274,7 +290,7 @@ class LiteralOp(MIGraphXOp):
     OPERANDS: ClassVar[tuple[str, ...] | None] = ()
 
     @classmethod
-    def parse(cls, parser: Parser) -> "LiteralOp":
+    def parse(cls, parser: Parser) -> LiteralOp:
         start = parser.pos
         parser.parse_punctuation("(", " after migraphx.literal")
         if parser.parse_optional_punctuation(")") is not None:

@@ -1,8 +1,18 @@
 """MLIR element types as IR dtypes (no dialect needed: the migraphx dialect and the value types both use it)."""
 from __future__ import annotations
 
-from xdsl.dialects.builtin import (BFloat16Type, Float4E2M1FNType, Float8E4M3FNType, Float8E5M2Type,
-                                   Float8E8M0FNUType, Float16Type, Float32Type, Float64Type, IntegerType, Signedness)
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float4E2M1FNType,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float8E8M0FNUType,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+)
 from xdsl.ir import Attribute
 
 from pytest_mlirtrace.ir.dtypes import BY_NAME, DType

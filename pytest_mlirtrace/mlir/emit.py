@@ -38,7 +38,7 @@ from pytest_mlirtrace.ir.shape import Shape
 
 from .funcattrs import FuncAttrs
 from .literals import RawAttr, format_dense, literal_storage
-from .strings import BARE_ID, quote_string, symbol_ref
+from .strings import attr_name, quote_string, symbol_ref
 from .types import mlir_elt, tensor_text, type_text
 
 RESHAPE_LIKE = frozenset({"reshape_lazy", "squeeze", "unsqueeze", "flatten"})
@@ -61,11 +61,6 @@ def _fmt_str(v) -> str:
     if isinstance(v, RawAttr):
         return str(v)
     return quote_string(str(v))
-
-
-def attr_name(k: str) -> str:
-    """An attribute's name in an attr-dict: bare when it is an identifier, else quoted."""
-    return k if BARE_ID.fullmatch(k) else quote_string(k)
 
 
 def fmt_attr_value(v) -> str:

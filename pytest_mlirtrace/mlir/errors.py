@@ -6,7 +6,6 @@ import re
 
 from pytest_mlirtrace.ir.module import IRError
 
-
 _LINE_STARTS: list = [None, None]      # [text, offsets of its line starts]: the last big text asked about
 
 

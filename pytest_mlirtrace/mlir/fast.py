@@ -26,12 +26,12 @@ import re
 
 import numpy as np
 
+from pytest_mlirtrace.ir import unquote_string
 from pytest_mlirtrace.ir.dtypes import BY_NAME, BY_TYPE_ID, DType
 from pytest_mlirtrace.ir.instruction import Instruction
 from pytest_mlirtrace.ir.module import IRError, Module
 from pytest_mlirtrace.ir.ops import COMPARE_OPS, RULES, infer_shape
 from pytest_mlirtrace.ir.shape import Shape, standard_strides
-from pytest_mlirtrace.ir.text import unquote_string
 
 from .dialect import OPS
 from .funcattrs import FuncAttrs

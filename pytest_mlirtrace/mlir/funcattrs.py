@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_mlirtrace.ir.text import quote_string
+from .strings import attr_name, quote_string
 
 _PREFIXES = ("", "rock.", "mhal.")
 
@@ -23,7 +23,7 @@ class FuncAttrs:
 
     @staticmethod
     def default(arch: str = "pocl-cpu", num_cu: int = 1, kernel: str | bool = "mixr",
-                prefix: str = "") -> "FuncAttrs":
+                prefix: str = "") -> FuncAttrs:
         return FuncAttrs(arch, kernel, num_cu, prefix)
 
     def entries(self) -> dict[str, str | None]:
@@ -46,13 +46,11 @@ class FuncAttrs:
         ent = self.entries()
         if not ent:
             return ""
-        from .emit import attr_name
-
         return "{" + ", ".join(attr_name(k) if v is None else f"{attr_name(k)} = {v}" for k, v in ent.items()) \
             + "}"
 
     @staticmethod
-    def from_entries(entries: dict[str, tuple[object, str | None]]) -> "FuncAttrs":
+    def from_entries(entries: dict[str, tuple[object, str | None]]) -> FuncAttrs:
         """From name -> (python value: str, int, True for a unit attribute, or None; its MLIR text)."""
         fa = FuncAttrs()
         prefixes = []

@@ -50,9 +50,20 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import (ArrayAttr, BytesAttr, DenseArrayBase, DenseIntOrFPElementsAttr, FloatAttr,
-                                   IntegerAttr, IntegerType, ModuleOp, StringAttr, TensorType, UnitAttr,
-                                   UnregisteredOp)
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    UnregisteredOp,
+)
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import ParseError

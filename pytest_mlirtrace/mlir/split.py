@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_mlirtrace.ir.text import unquote_string
+from pytest_mlirtrace.ir import unquote_string
 
 from .errors import MLIRParseError, line_col
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from pytest_mlirtrace.ir import IRError, Shape, TextParseError, evaluate, parse_module, print_module, random_inputs
-from pytest_mlirtrace.ir.text import RawValue, not_runnable, style_of
+from pytest_mlirtrace.ir.printer import style_of
+from pytest_mlirtrace.ir.text import not_runnable
+from pytest_mlirtrace.ir.text_values import RawValue
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PROGRAMS = sorted(p.name for p in (DATA / "migraphx").glob("*.txt"))

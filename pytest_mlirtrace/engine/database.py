@@ -9,8 +9,22 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Protocol
 
 from .. import fs
+
+__all__ = ["Database", "TuningDatabase", "MemoryDatabase", "default_path"]
+
+
+class Database(Protocol):
+    """What the pipeline asks of a tuning database: :class:`TuningDatabase`, :class:`MemoryDatabase`, or a
+    fleet's (the store's)."""
+
+    def lookup(self, problem_key: str, device: str) -> dict | None: ...
+
+    def store(self, problem_key: str, device: str, solution: str, time_ms: float, **extra) -> None: ...
+
+    def entries(self) -> dict: ...
 
 
 def default_path(path: str | Path | None = None) -> Path:
@@ -57,7 +71,7 @@ class MemoryDatabase:
     fixture gives each test one (unless a database is named), so that no test's outcome depends on
     what another test or an earlier run tuned."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.path = None
         self._data: dict = {}
 

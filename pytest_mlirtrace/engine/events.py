@@ -8,8 +8,8 @@ solution that crashes, hangs, fails to build or computes wrong numbers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from .span import Span
 

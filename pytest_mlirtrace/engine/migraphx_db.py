@@ -98,11 +98,11 @@ def import_problem_cache(path: str | Path, db, device: str) -> tuple[int, int]:
     if not isinstance(data, list):
         raise TuningFileError(f"{path}: expected a JSON array of [{{name, problem}}, solution] pairs")
     rows, skipped = [], 0
-    for i, e in enumerate(data):
+    for i, entry in enumerate(data):
         where = f"{path}: entry {i}"
-        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], dict)):
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], dict)):
             raise TuningFileError(f"{where}: expected [{{\"name\": ..., \"problem\": ...}}, solution]")
-        key, sol = e
+        key, sol = entry
         if key.get("name") != MLIR_OP_NAME or sol is None:
             skipped += 1
             continue

@@ -6,7 +6,7 @@ Every error here is a :class:`ValueError` that says where the input went wrong (
 from __future__ import annotations
 
 from ..ir import Module, parse_module
-from ..mlir import MLIRParseError, is_mlir, parse_mlir_module
+from ..mlir import MLIRParseError, is_mlir, parse_mlir_module, symbol_ref
 from ..mlir.split import find_funcs, has_aliases, only
 
 
@@ -21,7 +21,6 @@ class FuncChoiceError(InputError):
 
     def __init__(self, source: str, names: list[str], wanted: str | None = None):
         self.source, self.names, self.wanted = source, list(names), wanted
-        from ..mlir import symbol_ref
         listed = ", ".join(symbol_ref(n) for n in self.names) or "none"
         if wanted is None:
             msg = f"{source}: {len(self.names)} funcs: {listed}; pick one with --func NAME"
@@ -30,7 +29,7 @@ class FuncChoiceError(InputError):
         super().__init__(msg)
 
 
-def decode_source(data: bytes, name: str = "<text>") -> str:
+def decode_source(data: bytes | bytearray, name: str = "<text>") -> str:
     """``data`` as UTF-8 text; :class:`InputError` at the first byte that is not, with its line, column and
     byte offset (``FILE:LINE:COL: not UTF-8 text: byte 0xff at offset 26 (invalid start byte)``)."""
     try:

@@ -41,7 +41,7 @@ class Span:
         return json.dumps(self.to_dict(), indent=1)
 
     @staticmethod
-    def from_dict(d: dict) -> "Span":
+    def from_dict(d: dict) -> Span:
         return Span(**d)
 
     def describe(self) -> str:

@@ -6,8 +6,13 @@ import json
 import pytest
 
 from pytest_mlirtrace.engine import TuningDatabase
-from pytest_mlirtrace.engine.migraphx_db import (TuningFileError, export_problem_cache, export_tuning_tsv,
-                                                 import_problem_cache, import_tuning_tsv)
+from pytest_mlirtrace.engine.migraphx_db import (
+    TuningFileError,
+    export_problem_cache,
+    export_tuning_tsv,
+    import_problem_cache,
+    import_tuning_tsv,
+)
 
 # lines as MIGraphX's load_tuning_table reads them (arch with its feature suffixes, CUs, rocMLIR flags, perf config)
 TSV = ("gfx90a:sramecc+:xnack-\t104\t-t f16 -out_datatype f16 -transA false -transB false -g 1 -m 384 -n 2304 "
@@ -28,7 +33,7 @@ def test_the_tsv_round_trips_byte_for_byte(tmp_path):
 
 
 def test_the_problem_cache_round_trips_and_keeps_to_fused_mlir_ops(tmp_path):
-    rows = [l.rsplit("\t", 1) for l in TSV.splitlines()]
+    rows = [ln.rsplit("\t", 1) for ln in TSV.splitlines()]
     cache = [[{"name": "gpu::mlir_op", "problem": k}, s] for k, s in rows]
     cache += [[{"name": "gpu::mlir_op", "problem": "gfx942\t304\t-t f16 -m 1 -n 1 -k 1"}, None],   # a mark
               [{"name": "gpu::ck_gemm", "problem": {"m": 1}}, 3]]                                 # another op
@@ -87,7 +92,7 @@ def test_the_cli_moves_them_both_ways(tmp_path, monkeypatch):
 
     monkeypatch.setenv(environment.TUNING_DB, str(tmp_path / "t.json"))
     (tmp_path / "in.tsv").write_text(TSV)
-    monkeypatch.setattr("pytest_mlirtrace.runtime.resolve_device", lambda spec=None: type("D", (), {"spec": "0:0"}))
+    monkeypatch.setattr("pytest_mlirtrace.runtime.resolve_device", lambda _spec=None: type("D", (), {"spec": "0:0"}))
     assert main(["tuning-db", "import", str(tmp_path / "in.tsv")]) == 0
     assert main(["tuning-db", "export", str(tmp_path / "pc.json")]) == 0
     assert len(json.loads((tmp_path / "pc.json").read_text())) == 2

@@ -3,12 +3,11 @@ import io
 import re
 
 import numpy as np
-
 import pytest
 
 from pytest_mlirtrace import codegen
-from pytest_mlirtrace.trace import TraceConfig, TraceSession
 from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
+from pytest_mlirtrace.trace import TraceConfig, TraceSession
 
 from .conftest import seed_like
 

@@ -1,5 +1,6 @@
 """Every quick-list solution of the seed's fused op, f32 and f16, builds, runs and matches the oracle on
-this device (a spread of them in the default run, every one with -m slow), whatever CPU PoCL builds for (.ci/run repeats the suite for a target without AVX-512)."""
+this device (a spread of them in the default run, every one with -m slow), whatever CPU PoCL builds for (.ci/run
+repeats the suite for a target without AVX-512)."""
 from __future__ import annotations
 
 import os

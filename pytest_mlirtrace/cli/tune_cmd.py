@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ..config import environment
-from ..engine.tuner import CUT_ONCE_FACTOR
+from ..engine import CUT_ONCE_FACTOR
 from ..repro import Findings, records_from_events
 from ..trace import table
 from ..vocab import ExitCode, Status

@@ -9,8 +9,8 @@ import sys
 
 from .. import codegen
 from ..codegen import LoweringError
+from ..engine import SizeLimitError, parse_solution
 from ..engine.session import func_text
-from ..engine.tuner import SizeLimitError, parse_solution
 from ..ir import IRError
 from ..logs import parse_log
 from ..mlir import module_difference

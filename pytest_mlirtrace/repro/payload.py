@@ -15,8 +15,7 @@ import platform
 import numpy as np
 
 from .. import codegen, ir, runtime
-from ..engine import parse_problem_key
-from ..engine.tuner import oracle_tolerances, parse_solution
+from ..engine import oracle_tolerances, parse_problem_key, parse_solution
 from . import reproducer_template as tmpl
 from .evidence import assess
 from .record import FailureRecord

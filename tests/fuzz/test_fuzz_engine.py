@@ -44,7 +44,7 @@ def simulated():
             calls["threads"].add(threading.current_thread().name)
             calls["timeouts"].add((self.timeout_s, self.build_timeout_s))
             low = self.lower_module(module, mlir_text)
-            sol = engine.tuner.parse_solution(low.problem, solution) if isinstance(solution, str) else solution
+            sol = engine.parse_solution(low.problem, solution) if isinstance(solution, str) else solution
             c = self._lower(low, sol, None)
             hit = _bugs(module, low.problem)
             if not hit or c.status != "ok":

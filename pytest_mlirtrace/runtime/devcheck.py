@@ -52,7 +52,8 @@ def source(kind: str) -> str:
     if kind in _FLOAT:
         ctype, load = _FLOAT[kind]
         body = (f"double a = {load.replace('P', 'got')}, e = {load.replace('P', 'want')};\n"
-                "        int ok = a == e || (isnan(a) && isnan(e)) || (isfinite(a) && isfinite(e) && fabs(a - e) <= b);")
+                "        int ok = a == e || (isnan(a) && isnan(e)) || "
+                "(isfinite(a) && isfinite(e) && fabs(a - e) <= b);")
     elif kind in _INT:
         ctype = _INT[kind]
         body = ("long a = (long)got[i], e = (long)want[i];\n"

@@ -78,7 +78,7 @@ class DeviceInfo:
         return self.platform == POCL_PLATFORM or "pocl" in self.device_version.lower()
 
     @classmethod
-    def from_dict(cls, d: dict) -> "DeviceInfo":
+    def from_dict(cls, d: dict) -> DeviceInfo:
         names = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in names}
         for k in ("max_work_item_sizes", "extensions"):

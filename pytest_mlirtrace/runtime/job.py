@@ -6,11 +6,11 @@ import hashlib
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
-from ..vocab.status import JOB_STATUSES
+from ..vocab.status import JOB_STATUSES, Status
 
 __all__ = [
     "InBuf", "OutBuf", "OutCheck", "bound_f32", "Scalar", "LocalMem", "KernelArg",
@@ -58,8 +58,8 @@ class OutCheck:
     (see :mod:`.devcheck`)."""
     output: int
     kind: str
-    expected: "InBuf"
-    bound: "InBuf"
+    expected: InBuf
+    bound: InBuf
 
     def to_wire(self) -> tuple:
         return (self.output, self.kind, self.expected.array, self.expected.key, self.bound.array,
@@ -122,7 +122,7 @@ class LocalMem:
     nbytes: int
 
 
-KernelArg = Union[InBuf, OutBuf, Scalar, LocalMem]
+KernelArg = InBuf | OutBuf | Scalar | LocalMem
 
 
 def program_key(source: str, build_options: str = "") -> str:
@@ -213,7 +213,7 @@ class JobResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == Status.OK
 
     @property
     def median_ms(self) -> float:

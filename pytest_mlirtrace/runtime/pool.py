@@ -155,7 +155,7 @@ class WorkerPool:
             w.kill(self.kill_grace_s)
             slot.worker = None
             raise Dead(f"worker did not start within {self.startup_timeout_s:.0f} s:\n"
-                        + w.stderr_tail())
+                       + w.stderr_tail()) from None
         except Dead:
             rc = w.kill(0)
             slot.worker = None
@@ -164,8 +164,8 @@ class WorkerPool:
             msg = f"worker {why} during startup"
             tail = w.stderr_tail(wait_eof=1.0)
             if raise_device_error:
-                raise DeviceError(msg + (":\n" + tail if tail else ""))
-            raise Dead(msg + (":\n" + tail if tail else ""))
+                raise DeviceError(msg + (":\n" + tail if tail else "")) from None
+            raise Dead(msg + (":\n" + tail if tail else "")) from None
         if m.get("op") != "ready":
             w.kill(0)
             slot.worker = None
@@ -371,7 +371,8 @@ class WorkerPool:
         queues = [deque(groups[i::n]) for i in range(n)]
 
         def settle(key: str, res: JobResult) -> None:
-            if res.status in (Status.OK, Status.BUILD_ERROR):     # a crash or hang is no verdict on the kernel: not kept
+            # a crash or hang is no verdict on the kernel: not kept
+            if res.status in (Status.OK, Status.BUILD_ERROR):
                 self._remember_build(key, res)
             futures[key].set_result(res)
 
@@ -386,7 +387,8 @@ class WorkerPool:
             wall = (time.monotonic() - t0) / len(group)
             if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
                 if not alone_after_failure:     # or left unbuilt: the caller builds each when it needs it
-                    for k, j in zip(group, jobs, strict=True):   # (the group's verdict, not remembered as this kernel's)
+                    # (the group's verdict, not remembered as this kernel's)
+                    for k, j in zip(group, jobs, strict=True):
                         futures[k].set_result(self._result(
                             dict(r, error=f"built with {len(group) - 1} other kernel(s), not alone: "
                                           f"{r.get('error', '')}"), j, wall))
@@ -433,7 +435,8 @@ class WorkerPool:
                     if not futures[k].done():
                         futures[k].set_exception(e)
 
-        threads = [threading.Thread(target=drain, args=(s, q), daemon=True) for s, q in zip(self._slots[:n], queues, strict=True)]
+        threads = [threading.Thread(target=drain, args=(s, q), daemon=True)
+                   for s, q in zip(self._slots[:n], queues, strict=True)]
         for t in threads:
             t.start()
         if wait:
@@ -585,7 +588,7 @@ class WorkerPool:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:

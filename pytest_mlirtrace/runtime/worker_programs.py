@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import time
 
+import numpy as np
+
 from ..vocab.status import Status
 from . import kbatch
 
@@ -45,7 +47,6 @@ class DeviceContext:
     kernel cache this process writes (None: PoCL's cache is off)."""
 
     def __init__(self, cl, dev, shard=None):
-        import numpy as np
         self.cl, self.np, self.dev, self.shard = cl, np, dev, shard
         # PoCL compiles a kernel's work-group function at its first launch; other drivers compile all
         # of it at the build, and may report a launch SUBMITTED until it ends (a hang is no compile)

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from multiprocessing.connection import Connection
 
 from ..config import environment
@@ -39,8 +40,6 @@ def _setup_env():
     os.environ["PYOPENCL_NO_CACHE"] = "1"
     # import pyopencl first: its import resets PYOPENCL_HOME, which
     # ensure_opencl_env() must override afterwards
-    import warnings
-
     import pyopencl as cl
     # build logs are returned to the parent; no CompilerWarning noise on stderr
     warnings.filterwarnings("ignore", category=getattr(cl, "CompilerWarning", UserWarning))

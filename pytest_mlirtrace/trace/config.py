@@ -29,12 +29,12 @@ class TraceConfig:
         return bool(self.mlir or self.benchmarking)
 
     @staticmethod
-    def from_env(env=None) -> "TraceConfig":
+    def from_env(env=None) -> TraceConfig:
         env = os.environ if env is None else env
         return TraceConfig(_level(env.get("MIGRAPHX_TRACE_MLIR")), _level(env.get("MIGRAPHX_TRACE_BENCHMARKING")))
 
     @staticmethod
-    def from_level(level: int | str | None, env=None) -> "TraceConfig":
+    def from_level(level: int | str | None, env=None) -> TraceConfig:
         """``--mlir-trace=LEVEL`` turns both dumps on at LEVEL; the env vars can raise either."""
         base = TraceConfig.from_env(env)
         lv = _level(str(level)) if level is not None else 0

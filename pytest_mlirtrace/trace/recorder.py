@@ -4,8 +4,7 @@ from __future__ import annotations
 import json
 import threading
 
-from ..engine.events import CompileFailed, Event, ModuleLowered, SolutionFinished
-from ..engine.span import Span
+from ..engine import CompileFailed, Event, ModuleLowered, SolutionFinished, Span
 from .table import solution_table
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..vocab import Status
 
 if TYPE_CHECKING:                      # rich is imported when a table or a bar is drawn: ~75ms at start-up
     from rich.console import Console
@@ -34,7 +37,7 @@ class Column:
 SOLUTION_COLUMNS = (Column("solution"), Column("status", min_width=14), Column("time_ms", "right", 10),
                     Column("build_s", "right", 8), Column("span"))
 
-_STATUS_STYLE = {"ok": "green"}
+_STATUS_STYLE = {Status.OK: "green"}
 
 
 def _table(columns: Sequence[Column], rows: Iterable[Sequence[str]], styled: bool) -> Table:

@@ -11,8 +11,18 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from ..engine.events import (BenchmarkStarted, CompileFailed, Event, FastestChosen, ModuleLowered, RunFinished,
-                             SolutionBenchmarking, SolutionFinished, SolutionsBuilt)
+from ..engine import (
+    BenchmarkStarted,
+    CompileFailed,
+    Event,
+    FastestChosen,
+    ModuleLowered,
+    RunFinished,
+    SolutionBenchmarking,
+    SolutionFinished,
+    SolutionsBuilt,
+)
+from ..vocab import Status
 from .config import TraceConfig
 
 
@@ -59,9 +69,9 @@ class TextSink:
                 self._p(f"Benchmarking solution: {e.solution}{tail}")
         elif isinstance(e, SolutionFinished):
             if c.benchmarking:
-                if e.status == "ok":
+                if e.status == Status.OK:
                     self._p(f"{e.time_ms:.5g}ms")
-                elif e.status in ("build_error", "lowering_error"):
+                elif e.status in (Status.BUILD_ERROR, Status.LOWERING_ERROR):
                     self._p("No binary")
                 else:
                     self._p(f"Failed: {e.status}")
@@ -78,4 +88,4 @@ class TextSink:
         elif isinstance(e, RunFinished):
             if c.benchmarking >= 2:
                 t = f" {e.time_ms:.5g}ms" if e.time_ms is not None else ""
-                self._p(f"Run with solution {e.solution}: {'ok' if e.ok else 'FAILED'}{t}")
+                self._p(f"Run with solution {e.solution}: {Status.OK if e.ok else 'FAILED'}{t}")

@@ -18,8 +18,9 @@ Some logs print a ``:`` after the config (``v2:16,64,...,1:``); it is not part o
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["PerfConfig", "PerfConfigError", "MAX_FIELDS", "format_perf_config", "parse_perf_config"]
 

@@ -41,8 +41,9 @@ on after the key).  ``parse_problem_key(format_problem_key(...))`` gives the sam
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["ProblemKey", "ProblemKeyError", "KEY_FIELDS", "format_problem_key", "parse_problem_key"]
 

@@ -14,7 +14,7 @@ __all__ = ["Status", "JOB_STATUSES", "FAILURES", "FINDING_KINDS"]
 class Status(str, Enum):
     """One status word; a ``str``, so it compares equal to (and prints as) its value."""
 
-    def __new__(cls, value: str, doc: str) -> "Status":
+    def __new__(cls, value: str, doc: str) -> Status:
         obj = str.__new__(cls, value)
         obj._value_ = value
         obj.__doc__ = doc

@@ -53,7 +53,8 @@ def test_no_gpu_message():
         devmod.match_spec(FAKES[:1], "gpu")
 
 
-def test_list_and_resolve_real_devices(cpu_device, pocl_only):
+@pytest.mark.usefixtures("pocl_only")
+def test_list_and_resolve_real_devices(cpu_device):
     devs = list_devices()
     assert any(d.key_name == "pocl-cpu" for d in devs)
     d = resolve_device(None) if devmod.default_device_spec(None) == "pocl-cpu" else cpu_device
@@ -77,13 +78,15 @@ def test_resolve_the_device_setting(monkeypatch, cpu_device):
     assert devmod.default_device_spec(None) == devmod.DEFAULT_SPEC
 
 
-def test_resolve_bogus_spec(cpu_device):
+@pytest.mark.usefixtures("cpu_device")
+def test_resolve_bogus_spec():
     with pytest.raises(DeviceError) as ei:
         resolve_device("definitely-not-a-device")
     assert "available" in str(ei.value) and "pocl-cpu" in str(ei.value)
 
 
-def test_pool_resolves_in_worker_when_nothing_cached(monkeypatch, cpu_device, pocl_only):
+@pytest.mark.usefixtures("pocl_only")
+def test_pool_resolves_in_worker_when_nothing_cached(monkeypatch, cpu_device):
     # without a cached device list the first worker resolves the spec itself
     monkeypatch.setattr(devmod, "_cache", None)
     with pytest.raises(DeviceError, match="available"):

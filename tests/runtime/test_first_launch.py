@@ -6,6 +6,7 @@ import time
 import uuid
 
 import numpy as np
+import pytest
 
 from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf
 
@@ -28,7 +29,8 @@ __kernel void heavy(__global const float *a, __global float *o)
     return KernelJob(src, "heavy", [InBuf(a), OutBuf((16,), np.float32)], (16,), (4,))
 
 
-def test_first_launch_compile_is_not_counted_against_the_run_limit(pool, rng, pocl_only):
+@pytest.mark.usefixtures("pocl_only")
+def test_first_launch_compile_is_not_counted_against_the_run_limit(pool, rng):
     job = heavy_job(rng)
     pool.build([job])                      # the program builds; the work-group function is still to compile
     t0 = time.monotonic()
@@ -39,7 +41,8 @@ def test_first_launch_compile_is_not_counted_against_the_run_limit(pool, rng, po
     assert np.isfinite(r.outputs[0]).all()
 
 
-def test_without_a_compile_limit_the_first_launch_compile_counts_as_the_run(pool, rng, pocl_only):
+@pytest.mark.usefixtures("pocl_only")
+def test_without_a_compile_limit_the_first_launch_compile_counts_as_the_run(pool, rng):
     job = heavy_job(rng)
     pool.build([job])
     r = pool.run(job, timeout_s=0.3)
@@ -47,7 +50,7 @@ def test_without_a_compile_limit_the_first_launch_compile_counts_as_the_run(pool
     assert "while running" in r.error
 
 
-def test_a_hang_after_the_first_launch_compile_is_still_a_hang_within_the_run_limit(pool, rng):
+def test_a_hang_after_the_first_launch_compile_is_still_a_hang_within_the_run_limit(pool):
     salt = uuid.uuid4().int % 1_000_003
     src = f"""
     __kernel void spin(volatile __global int *flag, __global int *out)

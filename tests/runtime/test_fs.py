@@ -50,7 +50,7 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path, monkeypatch):
     p = tmp_path / "f"
     fs.atomic_write(p, "old")
 
-    def boom(src, dst):
+    def boom(_src, _dst):
         raise OSError("planted")
     monkeypatch.setattr(fs.os, "replace", boom)
     with pytest.raises(OSError, match="planted"):

@@ -60,12 +60,12 @@ def test_string_literals_with_braces_do_not_split_pieces():
 
 
 @pytest.mark.parametrize("change, why", [
-    (lambda s, k: "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + s, "preprocessor lines differ"),
+    (lambda s, _k: "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + s, "preprocessor lines differ"),
     (lambda s, k: s.replace(f"void {k}(", "void other_name("), "kernel name not found"),
-    (lambda s, k: s + "__kernel void second(__global int *p) { p[0] = 1; }\n", "two kernels"),
-    (lambda s, k: s + "inline int open(int x) {\n", "unbalanced braces"),
-    (lambda s, k: s + "/* never closed", "unterminated comment"),
-    (lambda s, k: s + "#define LATE 1\n", "a macro after a declaration"),
+    (lambda s, _k: s + "__kernel void second(__global int *p) { p[0] = 1; }\n", "two kernels"),
+    (lambda s, _k: s + "inline int open(int x) {\n", "unbalanced braces"),
+    (lambda s, _k: s + "/* never closed", "unterminated comment"),
+    (lambda s, _k: s + "#define LATE 1\n", "a macro after a declaration"),
 ])
 def test_sources_that_cannot_share_a_program_are_refused(change, why):
     ks = _specs(seed_module("f32", g=1), SEED_SOLUTIONS[:2])
@@ -180,7 +180,7 @@ def test_a_group_built_ahead_whose_worker_died_is_left_for_each_run(batch_pool, 
     res = batch_pool.build([j for j, _ in jobs], alone_after_failure=False)
     assert seen == ["build_batch"]
     assert [r.status for r in res] == ["hang", "hang"] and "not alone" in res[0].error
-    for (job, a), n in zip(jobs, (21, 22)):
+    for (job, a), n in zip(jobs, (21, 22), strict=True):
         r = batch_pool.run(job)
         assert r.ok, r.error
         np.testing.assert_array_equal(r.outputs[0], a + np.float32(n))

@@ -5,6 +5,7 @@ import time
 import uuid
 
 import numpy as np
+import pytest
 
 from pytest_mlirtrace.config import environment
 from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf, WorkerPool
@@ -112,7 +113,8 @@ def _worker_shard(pool):
     return w.ready.get("kernel_cache")
 
 
-def test_workers_use_mlirtrace_s_cache_and_a_wrong_program_starts_cold_again(cpu_device, pocl_only):
+@pytest.mark.usefixtures("pocl_only")
+def test_workers_use_mlirtrace_s_cache_and_a_wrong_program_starts_cold_again(cpu_device):
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     a = rng.standard_normal(256).astype(np.float32)
     tag = uuid.uuid4().hex

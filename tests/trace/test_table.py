@@ -40,7 +40,8 @@ def test_the_solution_table_is_plain_aligned_text():
                          "16,32,8,1,2,2,1,8  ok                  0.0020      0.12  " + "c" * 16]
     assert not ANSI.search(text) and text.isascii() and "\t" not in text
     assert all(ln == ln.rstrip() for ln in lines) and not text.endswith("\n")
-    assert len({ln.index(w) for ln, w in zip(lines, ["status", "ok", "build_error", "ok"])}) == 1   # aligned
+    words = ["status", "ok", "build_error", "ok"]
+    assert len({ln.index(w) for ln, w in zip(lines, words, strict=False)}) == 1   # aligned
 
 
 def test_fastest_first_puts_untimed_rows_last_and_no_rows_leaves_the_header():

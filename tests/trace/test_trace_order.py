@@ -4,10 +4,9 @@ import re
 import pytest
 
 from pytest_mlirtrace import codegen
-from pytest_mlirtrace.trace import TraceSession
 from pytest_mlirtrace.engine import TuningDatabase
-
 from pytest_mlirtrace.ir.examples import seed_module
+from pytest_mlirtrace.trace import TraceSession
 
 
 @pytest.fixture
@@ -71,7 +70,7 @@ def test_env_vars_dump_module_and_mlir_before_first_compile_and_each_solution_be
     i = lines.index(f"Benchmarking gpu::mlir_op: {len(sols)} configs")
     assert lines[i + 1] == f"Problem: {res.lowered.key}"
     body = lines[i + 2:]
-    sol_lines = [n for n, l in enumerate(body) if l.startswith("Benchmarking solution: ")]
+    sol_lines = [n for n, ln in enumerate(body) if ln.startswith("Benchmarking solution: ")]
     assert len(sol_lines) == len(sols)
     for n in sol_lines:  # each solution's time (or failure) right after it
         assert re.fullmatch(r"[0-9.e+-]+ms|No binary|Failed: \w+", body[n + 1]), body[n + 1]
@@ -88,8 +87,8 @@ def test_level_3_prints_the_mlir_hash_with_every_solution(capsys, tmp_path, smal
     out = capsys.readouterr().out
     h = low.mlir_hash
     assert f"mlir hash: {h}" in out
-    sol_lines = [l for l in out.splitlines() if l.startswith("Benchmarking solution:")]
-    assert len(sol_lines) == 3 and all(f"mlir {h}" in l for l in sol_lines)
+    sol_lines = [ln for ln in out.splitlines() if ln.startswith("Benchmarking solution:")]
+    assert len(sol_lines) == 3 and all(f"mlir {h}" in ln for ln in sol_lines)
 
 
 def test_trace_off_prints_nothing_but_records_everything(capsys, monkeypatch, tmp_path, small_seed):

@@ -98,7 +98,7 @@ def test_the_logs_hold_configs_of_several_forms():
 @pytest.mark.parametrize("where,text", LOGGED, ids=[w for w, _ in LOGGED])
 def test_configs_in_real_logs_parse(where, text):
     pc = parse_perf_config(text, strict=True)
-    assert pc.version in (1, 2, 3, 4) and pc.n_fields >= 2
+    assert pc.version in (1, 2, 3, 4) and pc.n_fields >= 2, where
     assert parse_perf_config(pc.text).values == pc.values
 
 

@@ -40,8 +40,8 @@ def test_every_layer_draws_its_words_from_vocab():
 
 
 def test_a_failure_record_refuses_a_word_that_is_not_a_finding_kind():
-    from pytest_mlirtrace.repro import FailureRecord
     from pytest_mlirtrace.engine import Span
+    from pytest_mlirtrace.repro import FailureRecord
 
     span = Span("x = @param:x -> float_type, {2}, {1}", "", "pocl-cpu\t2\t-op pointwise", "1", "", "0:0")
     with pytest.raises(ValueError, match=r"unknown failure kind 'ok'; known: build_error, crash"):

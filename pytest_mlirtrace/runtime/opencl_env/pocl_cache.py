@@ -30,6 +30,7 @@ import fcntl
 import os
 import shutil
 import time
+from importlib.metadata import version
 
 from ... import fs
 from ...config import environment
@@ -44,7 +45,6 @@ _WINDOWS_PER_KEY = 8
 
 def _package_version() -> str:
     try:
-        from importlib.metadata import version
         return version("pytest-mlirtrace")
     except Exception:  # noqa: BLE001 - not installed (a checkout on sys.path)
         return "dev"

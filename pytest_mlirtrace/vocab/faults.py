@@ -9,6 +9,7 @@ for some shapes / solutions; a run of an unaffected config stays correct.
 from __future__ import annotations
 
 
+
 class FaultError(ValueError):
     """An unknown fault name in ``inject``."""
 

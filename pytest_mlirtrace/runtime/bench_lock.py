@@ -1,6 +1,6 @@
 """Timed runs never overlap: one lock per device, in this process and across processes (a file lock in
 mlirtrace's cache directory, so that pytest-xdist workers don't benchmark on the same cores at the same
-time; ``MLIRTRACE_NO_BENCH_LOCK=1``: the in-process lock only)."""
+time; with ``environment.NO_BENCH_LOCK`` set: the in-process lock only)."""
 from __future__ import annotations
 
 import contextlib

@@ -8,8 +8,12 @@ import time
 
 import numpy as np
 
+from pytest_mlirtrace.config import resolve
 from pytest_mlirtrace.ir import Module
 from pytest_mlirtrace.ir.examples import seed_module as _seed
+
+#: the device setting (MLIRTRACE_DEVICE, as the CLI resolves it; None: PoCL's CPU device)
+DEVICE = resolve().device
 
 
 def seed_module(dt="f32", g=1, heads=12, seq=384, hd=64, n=768) -> Module:

@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _common import seed_module  # noqa: E402
+from _common import DEVICE, seed_module  # noqa: E402
 
 from pytest_mlirtrace.engine import Pipeline  # noqa: E402
 from pytest_mlirtrace.runtime import WorkerPool, resolve_device  # noqa: E402
@@ -29,7 +29,7 @@ def main() -> int:
     ap.add_argument("--launches", type=int, default=30)
     ap.add_argument("--workers", type=int, default=2, help="worker processes per pool (Pipeline uses 2)")
     args = ap.parse_args()
-    device = resolve_device(None)
+    device = resolve_device(DEVICE)
     pools, times = {}, {}
     try:
         for value in ("0", "1"):

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 _RAW = textwrap.dedent(r'''
     import os, sys, time
     os.environ["POCL_CACHE_DIR"] = sys.argv[1]
-    from pytest_mlirtrace.runtime import pocl_fix
-    pocl_fix.ensure_opencl_env()
+    from pytest_mlirtrace.runtime import ensure_opencl_env
+    ensure_opencl_env()
     import pyopencl as cl
     ctx = cl.Context(dev_type=cl.device_type.CPU)
     q = cl.CommandQueue(ctx)
@@ -85,15 +85,17 @@ def raw_programs(rounds: int) -> None:
 
 def cold_builds(args) -> None:
     from pytest_mlirtrace import ir, runtime
-    from pytest_mlirtrace.engine.tuner import Pipeline
+    from pytest_mlirtrace.config import environment, resolve
+    from pytest_mlirtrace.engine import Pipeline
+    DEVICE = resolve().device
     module = ir.parse_module(Path(args.file).read_text())
     batches = [int(b) for b in args.batches.split(",")]
     res: dict[int, list[tuple[float, float, int, int]]] = {b: [] for b in batches}
     for rnd in range(args.rounds):
         for b in batches:
             with tempfile.TemporaryDirectory(prefix="bench-builds-kc-") as kc:
-                os.environ["MLIRTRACE_KCACHE_ROOT"] = kc
-                with runtime.WorkerPool(None, workers=2, build_batch=b) as pool:
+                os.environ[environment.KCACHE_ROOT] = kc
+                with runtime.WorkerPool(DEVICE, workers=2, build_batch=b) as pool:
                     pipe = Pipeline(pool.device, pool=pool)
                     low = pipe.lower_module(module)
                     from pytest_mlirtrace import codegen

@@ -38,7 +38,8 @@ GEMM_OPS = {"dot", "quant_dot", "convolution", "quant_convolution"}
 
 def _env(inject):
     env = dict(os.environ)
-    if COLD_CACHE:       # mlirtrace keeps PoCL's kernel cache under its own cache directory (runtime/kcache.py)
+    # mlirtrace keeps PoCL's kernel cache under its own cache directory (runtime/opencl_env/pocl_cache.py)
+    if COLD_CACHE:
         env["MLIRTRACE_CACHE_DIR"] = env["POCL_CACHE_DIR"] = tempfile.mkdtemp(prefix="cache-", dir=COLD_CACHE)
     env.pop("MLIRTRACE_INJECT", None)
     if inject:

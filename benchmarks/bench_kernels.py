@@ -37,7 +37,7 @@ from pytest_mlirtrace.runtime.device import builtin_vector_bits, nvidia_mma  # n
 
 
 def ensure_env():
-    from pytest_mlirtrace.runtime.pocl_fix import ensure_opencl_env
+    from pytest_mlirtrace.runtime import ensure_opencl_env
 
     ensure_opencl_env()
 

@@ -12,7 +12,7 @@ variants, each a quick tune of the whole quick list:
 - ``before``: every solution timed ``warmup + repeats`` times, its inputs sent to the worker with every run (the
   tuner of 2026-12-03);
 - ``cut``: a solution's timing stops once two launches took over 1.5x the best so far, or one over 4x
-  (``Pipeline.cut_factor``, ``tuner.CUT_ONCE_FACTOR``); the outputs of a cut solution are still checked;
+  (``Pipeline.cut_factor``, ``engine.CUT_ONCE_FACTOR``); the outputs of a cut solution are still checked;
 - ``cut + inputs kept``: and each worker keeps the inputs on the device, so a run sends only their keys
   (``WorkerPool.keep_inputs``, ``runtime.InBuf``);
 - ``+ checked on device``: and each solution's outputs are checked on the device against the oracle's values

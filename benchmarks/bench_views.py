@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _common import seed_module  # noqa: E402
+from _common import DEVICE, seed_module  # noqa: E402
 
 from pytest_mlirtrace.engine import Pipeline  # noqa: E402
 from pytest_mlirtrace.ir import Module  # noqa: E402
@@ -35,7 +35,7 @@ def main() -> int:
     ap.add_argument("--solutions", default="16,64,8,4,64,16,0,4;64,64,16,4,64,16,0,8;64,32,8,8,32,16,0,4")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    pipe = Pipeline(None, database=None)
+    pipe = Pipeline(DEVICE, database=None)
     print(f"device: {pipe.device.name}; m=384 n=768 k=768 f32; {args.rounds} rounds x 20 launches")
     print(f"{'solution':<24} {'fused seed':>11} {'contiguous A':>13} {'ratio':>6}")
     for sol in args.solutions.split(";"):

@@ -11,7 +11,7 @@ plain use of it? (issue 19: groundwork for tensor-core solutions; not yet a code
    warps through shared-memory tiles (no ldmatrix, no cp.async, no double buffering).
 
 It runs OpenCL in this process: a probe script, never run by the tests. The OpenCL platform comes from
-``runtime.pocl_fix.ensure_opencl_env`` (which writes the NVIDIA ICD file).
+``runtime.ensure_opencl_env`` (runtime/opencl_env/icd_files.py) (which writes the NVIDIA ICD file).
 """
 from __future__ import annotations
 
@@ -221,8 +221,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--kernels", default="gemm_mma,gemm_smem,gemm_smem2")
     args = ap.parse_args()
-    from pytest_mlirtrace.runtime import pocl_fix
-    pocl_fix.ensure_opencl_env()
+    from pytest_mlirtrace.runtime import ensure_opencl_env
+    ensure_opencl_env()
     import pyopencl as cl
 
     devs = [d for p in cl.get_platforms() for d in p.get_devices() if "NVIDIA" in p.name]

@@ -5,7 +5,7 @@ or leave a half-written file (:func:`atomic_write`) and never lose a read-modify
 (:func:`locked`).
 
 Third-party libraries and the standard library only, no imports from the package: the OpenCL
-workers load this file by path (see ``runtime/pocl_fix.py``).
+worker processes import it without the package's ``__init__`` (see ``runtime/worker.py``).
 """
 from __future__ import annotations
 

@@ -149,12 +149,12 @@ class _Worker:
 def test_a_ctrl_c_during_the_pools_shutdown_at_exit_stops_the_workers_quietly(monkeypatch):
     from types import SimpleNamespace
 
-    from pytest_mlirtrace.runtime import pool
+    from pytest_mlirtrace.runtime import pool, pool_slots
 
     workers = [_Worker(True), _Worker(False), _Worker(False)]   # Ctrl-C while the first one stops
     slots = [SimpleNamespace(worker=w) for w in workers]
     try:
-        interrupted = pool._shutdown_slots(slots)
+        interrupted = pool_slots.shutdown_slots(slots)
     except KeyboardInterrupt:       # (caught here: pytest would take it for the user stopping the whole run)
         pytest.fail("the KeyboardInterrupt propagated out of the pool's finalizer (run at exit)")
     assert interrupted is True

@@ -226,7 +226,7 @@ def run_guarded(fn, args) -> int:
     """``fn(args)``, with what the user can do something about reported in one line and its status:
     usage and bad input 2, a module the code generator does not handle 3, a size over ``--max-bytes`` 2."""
     from ..codegen import LoweringError, NotSupported
-    from ..engine.tuner import SizeLimitError
+    from ..engine import SizeLimitError
     from ..ir import IRError
 
     where = getattr(args, "file", None) or getattr(args, "log", None) or "mlirtrace"

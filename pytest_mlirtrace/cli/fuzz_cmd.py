@@ -155,8 +155,8 @@ def _run(args) -> int:
     st = settings(args)         # a bad setting (an unknown planted fault) is a usage error naming its source
     spec = st.store
     repro_dir, database = local_paths(args, spec)
-    o = FuzzOptions(budget_s=args.budget, inject=st.inject, seed=args.seed, device=args.device, repro_dir=repro_dir,
-                    store=spec,
+    o = FuzzOptions(budget_s=args.budget, inject=st.inject, seed=args.seed, device=st.device, repro_dir=repro_dir,
+                    store=spec, machine=st.machine,
                     kinds=tuple(dict.fromkeys(args.kinds)) if args.kinds else SUPPORTED_KINDS,
                     max_dim=args.max_dim, max_elements=args.max_elements, values=args.values,
                     long_reductions=not args.no_long_reductions, database=database, jobs=args.jobs or 0,

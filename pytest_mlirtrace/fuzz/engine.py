@@ -71,7 +71,7 @@ class Fuzzer:
         if options.build not in BUILDS:
             raise ValueError(f"build {options.build!r}: expected one of {', '.join(BUILDS)}")
         self.state = FuzzRun(options, runtime.resolve_device(options.device), inject, progress)
-        self.store = Store(options.store)
+        self.store = Store(options.store, machine=options.machine)
         self.lanes = Lanes(self.state, pipeline)
         self.cases = Cases(self.state, self.lanes)
         filing = Filing(self.state, self.cases, self.store.repro_writer(options.repro_dir))

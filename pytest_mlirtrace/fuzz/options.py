@@ -31,6 +31,7 @@ class FuzzOptions:
     long_reductions: bool = True     # gemm K / reduce and softmax axes up to the element cap, other dims small
     database: str | None = DEFAULT_DATABASE
     store: object | None = None      # a store.StoreSpec; redis: examples, reproducers shared with a fleet
+    machine: str | None = None       # this runner's name in a fleet's records (Settings.machine); None: the host name
     jobs: int = 0                    # lanes; 0: min(2, cpu count)
     campaigns: int = 0               # Hypothesis campaigns at once, a thread each with jobs // campaigns lanes
                                      # (while one shrinks, the others wait and it has every lane); 0: one per

@@ -53,7 +53,7 @@ def on_pipeline(pipeline) -> Rerun:
 def on_recorded_device(rec: FailureRecord, *, inject: str, build_options: str | None = None):
     """Run ``rec`` again on a pipeline of its own on the device it failed on (the process's worker pool for
     that device), with the recorded hang limit."""
-    pipe = Pipeline(rec.device_info, inject=inject, timeout_s=float(rec.timeout_s or 30.0))
+    pipe = Pipeline(rec.device_info, inject=inject, timeout_s=float(rec.timeout_s or 30.0), database=MemoryDatabase())
     return run_again(pipe, rec, inject=inject, build_options=build_options)
 
 

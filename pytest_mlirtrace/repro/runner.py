@@ -25,7 +25,7 @@ from collections.abc import Callable
 import pytest_mlirtrace
 
 from .. import runtime
-from ..config import environment, inject_now
+from ..config import environment, inject_now, resolve
 from ..engine import TuningDatabase
 from ..trace import TraceConfig, TraceSession
 from ..vocab import Status
@@ -88,7 +88,8 @@ def _run_package(data: dict, args) -> dict:
         inject = inject_now()
         # one kernel to build and run: one worker process (tuning every solution: the default, parallel builds);
         # the first worker resolves the device spec
-        pool = runtime.WorkerPool(args.device or data.get("device_key") or None,
+        # (a reproducer is a front end: --device, else the recorded device, else the device setting)
+        pool = runtime.WorkerPool(args.device or data.get("device_key") or resolve().device,
                                   workers=None if args.all_solutions else 1, timeout_s=timeout)
         # the kernel is built as it was when it failed (a fuzz run with --build fast: optimisations off)
         recorded = (data.get("standalone") or {}).get("build_options") or None

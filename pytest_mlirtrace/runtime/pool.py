@@ -54,8 +54,6 @@ __all__ = ["WorkerPool", "get_pool", "close_all_pools", "WORKER_SCRIPT", "BUILD_
 # on a CPU device (PoCL) a worker builds up to this many kernels of one request as one program: PoCL parses its
 # OpenCL headers once per program, ~0.09 s of the ~0.1 s a small kernel takes to build (kbatch.py)
 BUILD_BATCH_CPU = 8
-# the old private name of shutdown_slots, for tests/test_no_traceback.py until it imports pool_slots
-_shutdown_slots = shutdown_slots
 
 
 # ------------------------------------------------------------------ pool ---

@@ -9,6 +9,8 @@ import pytest
 
 from pytest_mlirtrace import engine, ir, repro
 
+from ..settings import DEVICE
+
 
 def cli(*args, timeout=600):
     return subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", *map(str, args)], capture_output=True,
@@ -27,7 +29,7 @@ def repro_dir(tmp_path_factory):
     """Two reproducers of a planted K-tail bug (different modules: two signatures) and an index entry whose
     script was deleted."""
     d = tmp_path_factory.mktemp("repros")
-    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    pipe = engine.Pipeline(DEVICE, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
     w = repro.ReproWriter(d)
     written = []
     for mod in (dot(5, 13, 7), dot(3, 11, 2)):
@@ -73,7 +75,7 @@ def test_run_status_and_prune(repro_dir):
 def test_run_passes_the_device_to_each_reproducer(tmp_path):
     """``repro run --device D``: every reproducer runs on D (the argument was once swallowed into a comment, so
     each ran on its recorded device): a device this machine lacks makes each one "cannot run"."""
-    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    pipe = engine.Pipeline(DEVICE, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
     res = pipe.run(dot(5, 13, 7), seed=2)
     assert res.status == "wrong", res.detail
     sig = repro.ReproWriter(tmp_path).write(repro.FailureRecord.from_run(
@@ -101,7 +103,7 @@ def test_a_relative_directory_runs_its_reproducers_and_a_broken_one_is_not_a_pas
     the script's path must not be taken relative twice); a reproducer that cannot run as called gives exit 2,
     never 0."""
     d = tmp_path / "rd"
-    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    pipe = engine.Pipeline(DEVICE, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
     res = pipe.run(dot(3, 9, 2), seed=3)
     assert res.status == "wrong", res.detail
     w = repro.ReproWriter(d).write(repro.FailureRecord.from_run(res, origin="test", timeout_s=30,

@@ -14,6 +14,8 @@ import pytest
 from pytest_mlirtrace.cli.main import main
 from pytest_mlirtrace.vocab.exit_codes import ExitCode
 
+from ..settings import DEVICE
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "examples" / "small_dot_add.mlir"     # dot 5x4 @ 4x3 + add
 SEED_LOG = ROOT / "tests" / "data" / "logs" / "seed.log"
@@ -250,7 +252,7 @@ def test_tune_with_failing_solutions_exits_1_and_writes_a_reproducer(tmp_path, c
 
 
 def test_no_database_reads_and_writes_nothing(tmp_path, capsys):
-    from pytest_mlirtrace.engine.session import load_module
+    from pytest_mlirtrace.engine import MemoryDatabase, load_module
     from pytest_mlirtrace.trace import TraceSession
 
     db = tmp_path / "tuning.json"
@@ -258,7 +260,7 @@ def test_no_database_reads_and_writes_nothing(tmp_path, capsys):
     capsys.readouterr()
     assert not db.exists(), "tune --no-database wrote the tuning database"
     # a stored entry that run would use ... unless --no-database
-    pipe = TraceSession(None).pipeline
+    pipe = TraceSession(DEVICE, database=MemoryDatabase()).pipeline
     low = pipe.lower_module(*load_module(SMALL.read_text(), str(SMALL)))
     pinned = "4,2,4,4,2,2,0,4"
     db.write_text(json.dumps({f"{pipe.device.spec}|{low.key}": {"solution": pinned, "time_ms": 1.0}}))

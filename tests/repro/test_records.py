@@ -11,6 +11,8 @@ import pytest
 from pytest_mlirtrace.engine import RunOptions
 from pytest_mlirtrace.repro import FailureRecord, ReproWriter, signature
 
+from ..settings import DEVICE
+
 DOT_T = """\
 a = @param:a -> float_type, {1, 5, 3}, {15, 3, 1}
 b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}
@@ -28,7 +30,7 @@ def session(tmp_path, monkeypatch):
 
     monkeypatch.delenv("MLIRTRACE_INJECT", raising=False)
     try:
-        return TraceSession(None, config=TraceConfig(), inject="wrong_transpose_stride",
+        return TraceSession(DEVICE, config=TraceConfig(), inject="wrong_transpose_stride",
                             database=TuningDatabase(tmp_path / "db.json"))
     except DeviceError as e:  # pragma: no cover - machine without OpenCL
         pytest.skip(f"no OpenCL device: {e}")

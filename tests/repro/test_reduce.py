@@ -14,6 +14,8 @@ import pytest
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.repro.reduce import Reducer, failure_class, size_of
 
+from ..settings import DEVICE
+
 ERR = "output 0: 3/437 elements differ (bound 1e-06); worst at [4, 7]: got 0.0, expected 0.5"
 
 
@@ -134,7 +136,7 @@ def test_a_planted_failure_reduces_and_its_reproducer_fails_only_with_the_fault(
     on the same failure class; the reduced reproducer fails with the fault and passes without it."""
     from pytest_mlirtrace import engine, repro
 
-    pipe = engine.Pipeline(None, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
+    pipe = engine.Pipeline(DEVICE, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
     res = pipe.run(module(), seed=3)
     assert res.status == "wrong"
     rec = repro.FailureRecord.from_run(res, origin="test", timeout_s=30, inject="k_tail_off_by_one",

@@ -8,6 +8,8 @@ from pytest_mlirtrace.engine import TuningDatabase
 from pytest_mlirtrace.ir.examples import seed_module
 from pytest_mlirtrace.trace import TraceSession
 
+from ..settings import DEVICE
+
 
 @pytest.fixture
 def small_seed():
@@ -36,7 +38,7 @@ def test_env_vars_dump_module_and_mlir_before_first_compile_and_each_solution_be
         monkeypatch, capsys, tmp_path, small_seed):
     monkeypatch.setenv("MIGRAPHX_TRACE_MLIR", "1")
     monkeypatch.setenv("MIGRAPHX_TRACE_BENCHMARKING", "1")
-    s = TraceSession(None, database=TuningDatabase(tmp_path / "db.json"))
+    s = TraceSession(DEVICE, database=TuningDatabase(tmp_path / "db.json"))
     printed = lambda: capsys.readouterr().out  # noqa: E731
     acc = []
 
@@ -80,7 +82,7 @@ def test_env_vars_dump_module_and_mlir_before_first_compile_and_each_solution_be
 def test_level_3_prints_the_mlir_hash_with_every_solution(capsys, tmp_path, small_seed):
     from pytest_mlirtrace.trace import TraceConfig
 
-    s = TraceSession(None, config=TraceConfig(0, 3), database=TuningDatabase(tmp_path / "db.json"))
+    s = TraceSession(DEVICE, config=TraceConfig(0, 3), database=TuningDatabase(tmp_path / "db.json"))
     low = s.pipeline.lower_module(small_seed)
     sols = codegen.quick_list(low.problem, s.device)[:3]
     s.tune(small_seed, solutions=sols)
@@ -94,7 +96,7 @@ def test_level_3_prints_the_mlir_hash_with_every_solution(capsys, tmp_path, smal
 def test_trace_off_prints_nothing_but_records_everything(capsys, monkeypatch, tmp_path, small_seed):
     monkeypatch.delenv("MIGRAPHX_TRACE_MLIR", raising=False)
     monkeypatch.delenv("MIGRAPHX_TRACE_BENCHMARKING", raising=False)
-    s = TraceSession(None, database=TuningDatabase(tmp_path / "db.json"))
+    s = TraceSession(DEVICE, database=TuningDatabase(tmp_path / "db.json"))
     low = s.pipeline.lower_module(small_seed)
     s.tune(small_seed, solutions=codegen.quick_list(low.problem, s.device)[:2])
     assert capsys.readouterr().out == ""

@@ -87,7 +87,7 @@ def cold_builds(args) -> None:
     from pytest_mlirtrace import ir, runtime
     from pytest_mlirtrace.config import environment, resolve
     from pytest_mlirtrace.engine import Pipeline
-    DEVICE = resolve().device
+    device = resolve().device
     module = ir.parse_module(Path(args.file).read_text())
     batches = [int(b) for b in args.batches.split(",")]
     res: dict[int, list[tuple[float, float, int, int]]] = {b: [] for b in batches}
@@ -95,7 +95,7 @@ def cold_builds(args) -> None:
         for b in batches:
             with tempfile.TemporaryDirectory(prefix="bench-builds-kc-") as kc:
                 os.environ[environment.KCACHE_ROOT] = kc
-                with runtime.WorkerPool(DEVICE, workers=2, build_batch=b) as pool:
+                with runtime.WorkerPool(device, workers=2, build_batch=b) as pool:
                     pipe = Pipeline(pool.device, pool=pool)
                     low = pipe.lower_module(module)
                     from pytest_mlirtrace import codegen

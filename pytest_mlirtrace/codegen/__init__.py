@@ -39,13 +39,25 @@ Public API::
 
 Solution fields are documented in :mod:`.solution`.
 """
-from .errors import FaultError, LoweringError, NotApplicable, NotSupported, SolutionError
 from ..vocab.faults import FAULTS, parse_inject
+from .analysis import Analysis
+from .errors import FaultError, LoweringError, NotApplicable, NotSupported, SolutionError
 from .kernel import BUILD_OPTIONS, FAST_BUILD_OPTIONS
+from .kinds import analyse, problem_of
 from .lower import lower
-from .problem import KINDS, Analysis, Problem, analyse, problem_of
-from .solution import (DEFAULT_LIMITS, FIELDS, OPTIONAL_TAIL, DeviceLimits, Solution, check_applicable,
-                       default_solution, is_applicable, quick_list, space)
+from .problem import KINDS, Problem
+from .solution import (
+                       DEFAULT_LIMITS,
+                       FIELDS,
+                       OPTIONAL_TAIL,
+                       DeviceLimits,
+                       Solution,
+                       check_applicable,
+                       default_solution,
+                       is_applicable,
+                       quick_list,
+                       space,
+)
 from .spec import ArgBinding, KernelSpec, output_buffers, pack_input, pack_inputs, unpack_outputs
 
 __all__ = [

@@ -14,14 +14,15 @@ in the same order).  Solution fields: :mod:`.solution`.
 """
 from __future__ import annotations
 
-from .cgen import DagEmitter, compute, round_to, store_value
-from .kernel import Ctx, emit_output, render
+from .attention_mma import lower_attention_mma
+from .attention_outputs import output_at, row_outputs
+from .cgen import DagEmitter, compute
+from .kernel import Ctx, render
 
 
 def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str, str]:
     """(body, global size, local size, attributes, prelude: text before the kernel)."""
     if sol.matrix_core:
-        from .attention_mma import lower_attention_mma
         return lower_attention_mma(ctx, sol, faults)
     an = ctx.an
     p = an.problem
@@ -30,7 +31,7 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
     RB, DT, U = sol.RowsPerBlock, sol.DPerThread, sol.Unroll
     softmax = an.info["softmax"]
 
-    def leaf(i, n):
+    def leaf(_i, n):
         return ctx.load(n, render(n.offset, {}, {}))
 
     L: list[str] = []
@@ -103,38 +104,6 @@ def lower_attention(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str
     return L, (gx, gy, p.g), (RB, 1, 1), attrs, ""
 
 
-def output_at(ctx: Ctx) -> list[str]:
-    """The primary output at (gb, m, d) -- C variables of those names in scope -- from the second gemm's value
-    ``ov`` (a float in scope), through the ops after it."""
-    def acc_value(w, l):
-        return "ov"
-
-    def subst(ll):
-        return {}, {}
-
-    def store(ll, target, val):
-        return f"{target} = {val};"
-    return emit_output(ctx, acc_value, 1, {}, subst, subst, store, "o", only_primary=True)
-
-
-def row_outputs(ctx: Ctx, leaf) -> list[str]:
-    """The outputs computed once per row (the log-sum-exp, or any value of the softmax's maximum and sum):
-    stored at (gb, m) from the floats ``mx`` and ``sm`` in scope; ``leaf`` renders the other leaves."""
-    an, dag, h = ctx.an, ctx.dag, ctx.helpers
-    L: list[str] = []
-    for j, x in enumerate(an.extra_outputs, start=1):
-        def lse_leaf(i, n):
-            if n.kind == "acc":
-                v = "mx" if dag.nodes[i].op == an.info["max_name"] else "sm"
-                return round_to(h, n.dtype, v)
-            return leaf(i, n)
-        el = DagEmitter(dag, h, lse_leaf, 1, prefix=f"l{j}_")
-        val = el.emit(x.root)
-        L += el.lines
-        L.append(f"out{j}[{render(x.offset, {}, {})}] = {store_value(h, x.dtype, val)};")
-    return L
-
-
 #: the longest first-gemm K whose query row is kept in private memory
 MAX_HOISTED = 256
 
@@ -160,4 +129,4 @@ def _hoist_query(ctx: Ctx, em: DagEmitter, leaf) -> list[str]:
             + [f"  qh[{kv}] = {v};", "}"])
 
 
-__all__ = ["lower_attention", "output_at", "row_outputs"]
+__all__ = ["lower_attention"]

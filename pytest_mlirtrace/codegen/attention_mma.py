@@ -28,12 +28,21 @@ Rows past M are clamped for loads and dropped at the store.  Planted faults as i
 """
 from __future__ import annotations
 
+from .attention_outputs import output_at, row_outputs
 from .cgen import DagEmitter, round_to, store_value
 from .errors import NotApplicable
-from .attention import output_at, row_outputs
 from .kernel import Ctx, render
-from .mma import EMU_FLOATS, EMULATED, PAD, aligned_contiguous, async_copy_functions, ldmatrix_functions, \
-    mma_function, shuffle_functions, tile_index
+from .mma import (
+    EMU_FLOATS,
+    EMULATED,
+    PAD,
+    aligned_contiguous,
+    async_copy_functions,
+    ldmatrix_functions,
+    mma_function,
+    shuffle_functions,
+    tile_index,
+)
 from .solution import MMA_DTYPES
 
 
@@ -92,7 +101,7 @@ class _Tile:
                     f"  cp_async16(&smem[{self.base} + {tile_index('r_', 'k_', width)}], {ptr} + "
                     f"({render(node.offset, {}, {})}), (k_ < {self.col_ext}) ? 16 : 0);",
                     "}"]
-        em = DagEmitter(ctx.dag, h, lambda i, n: ctx.load(n, render(n.offset, {}, {})), 1, prefix=self.prefix)
+        em = DagEmitter(ctx.dag, h, lambda _i, n: ctx.load(n, render(n.offset, {}, {})), 1, prefix=self.prefix)
         v = em.emit(self.root)
         body = [f"for (int c_ = tid; c_ < {rows * width}; c_ += {wg}) {{",
                 f"  const int r_ = c_ / {width}, k_ = c_ % {width};",
@@ -141,7 +150,7 @@ def lower_attention_mma(ctx: Ctx, sol, faults):
     ex_ld = ", emi + warp * 32, lane" if emulated else ""
     ex_sh = ", shx + warp * 32, lane" if emulated else ""
 
-    def leaf(i, n):
+    def leaf(_i, n):
         return ctx.load(n, render(n.offset, {}, {}))
 
     k = _Tile(ctx, k_root, BC, KP, N1, "n1", kv, K, WG, "k_")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.dtypes import NARROW_VALUES, DType, bf16_to_f32
+from .element_dag import Dag, Node
 from .errors import NotSupported
-from .graph import Dag, Node
 
 STORAGE = {"f32": "float", "f16": "ushort", "bf16": "ushort", "f64": "double", "i8": "char",
            "u8": "uchar", "i16": "short", "u16": "ushort", "i32": "int", "u32": "uint",
@@ -127,7 +127,8 @@ def _helper_f2h(w: int, call, truncate: bool = False) -> str:
 
 def _helper_bf2f(w: int, call) -> str:
     F = vt("float", w)
-    return f"""static inline {F} bf2f{w}({vt("ushort", w)} h) {{ return as_{F}({call(cvt("uint", w), ["h"], w, "uint")} << 16); }}
+    bits = call(cvt("uint", w), ["h"], w, "uint")
+    return f"""static inline {F} bf2f{w}({vt("ushort", w)} h) {{ return as_{F}({bits} << 16); }}
 """
 
 
@@ -140,12 +141,12 @@ def _helper_f2bf(w: int, call) -> str:
 """
 
 
-def _helper_rh(w: int, call) -> str:
+def _helper_rh(w: int, _call) -> str:
     F = vt("float", w)
     return f"static inline {F} rh{w}({F} x) {{ return h2f{w}(f2h{w}(x)); }}\n"
 
 
-def _helper_rbf(w: int, call) -> str:
+def _helper_rbf(w: int, _call) -> str:
     F = vt("float", w)
     return f"static inline {F} rbf{w}({F} x) {{ return bf2f{w}(f2bf{w}(x)); }}\n"
 
@@ -198,7 +199,7 @@ _IPOW = """static inline long ipow(long a, long b) {
 }
 """
 
-def _helper_keep(w: int, call) -> str:
+def _helper_keep(w: int, _call) -> str:
     F = vt("float", w)
     return f"static inline {F} keep{w}({F} x) {{ return x; }}\n"
 
@@ -291,18 +292,18 @@ class LaneOffsets:
     def __len__(self) -> int:
         return self.w
 
-    def __getitem__(self, l: int) -> str:
-        if not 0 <= l < self.w:
-            raise IndexError(l)
-        return f"{self.base} + {l * self.stride}" if l * self.stride else self.base
+    def __getitem__(self, lane: int) -> str:
+        if not 0 <= lane < self.w:
+            raise IndexError(lane)
+        return f"{self.base} + {lane * self.stride}" if lane * self.stride else self.base
 
-    def at(self, ptr: str, l: int) -> str:
-        return f"({ptr} + ({self.base}))[{l * self.stride}]"
+    def at(self, ptr: str, lane: int) -> str:
+        return f"({ptr} + ({self.base}))[{lane * self.stride}]"
 
 
 def lane_refs(ptr: str, offs) -> list[str]:
     if isinstance(offs, LaneOffsets):
-        return [offs.at(ptr, l) for l in range(offs.w)]
+        return [offs.at(ptr, lane) for lane in range(offs.w)]
     return [f"{ptr}[{o}]" for o in offs]
 
 

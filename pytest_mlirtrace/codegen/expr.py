@@ -31,7 +31,7 @@ class Var:
 
 @dataclass(frozen=True)
 class FDiv:
-    arg: "Lin"
+    arg: Lin
     d: int
 
     def key(self):
@@ -40,7 +40,7 @@ class FDiv:
 
 @dataclass(frozen=True)
 class FMod:
-    arg: "Lin"
+    arg: Lin
     d: int
 
     def key(self):
@@ -51,7 +51,7 @@ class FMod:
 class Clamp:
     """``arg`` clamped into ``lo .. hi`` (a padded index read inside the tensor; the padding's zero is
     selected separately)."""
-    arg: "Lin"
+    arg: Lin
     lo: int
     hi: int
 
@@ -72,23 +72,23 @@ class Lin:
         return (self.const, tuple((a.key(), c) for a, c in self.terms))
 
     # arithmetic ---------------------------------------------------------------
-    def __add__(self, other: "Lin | int") -> "Lin":
+    def __add__(self, other: Lin | int) -> Lin:
         other = const(other) if isinstance(other, int) else other
         return lin(self.const + other.const, list(self.terms) + list(other.terms))
 
     __radd__ = __add__
 
-    def __mul__(self, c: int) -> "Lin":
+    def __mul__(self, c: int) -> Lin:
         if c == 0:
             return ZERO
         return lin(self.const * c, [(a, k * c) for a, k in self.terms])
 
     __rmul__ = __mul__
 
-    def __floordiv__(self, d: int) -> "Lin":
+    def __floordiv__(self, d: int) -> Lin:
         return fdiv(self, d)
 
-    def __mod__(self, d: int) -> "Lin":
+    def __mod__(self, d: int) -> Lin:
         return fmod(self, d)
 
     @property

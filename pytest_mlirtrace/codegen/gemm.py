@@ -18,74 +18,12 @@ scalar loop.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import expr as E
-from .cgen import DagEmitter, LaneOffsets, compute, lane, vectorizable, vt
+from .analysis import Analysis
+from .cgen import LaneOffsets, lane, vt
+from .gemm_operands import Operand, edge_element, scalar_operand, vector_operand
 from .kernel import Ctx, emit_output, render
-from .problem import Analysis
-
-
-def _kind_of_terms(off: E.Lin, row: str, k: str):
-    """Split an operand offset into (row part incl. const and batch, k part, mixed?)."""
-    rowp, kp = [], []
-    mixed = False
-    for a, c in off.terms:
-        vs = E.atom_vars(a)
-        if row in vs and k in vs:
-            mixed = True
-        elif k in vs:
-            kp.append((a, c))
-        else:
-            rowp.append((a, c))
-    return E.lin(off.const, rowp), E.lin(0, kp), mixed
-
-
-def _k_mode(kp: E.Lin, K: int, KB: int):
-    """('affine', s) | ('chunk', s) | ('general', None) for the k part of an offset."""
-    if kp.is_const:
-        return "affine", 0
-    if kp.vars() != {"k"}:
-        return "general", None
-    s = E.coeff(kp, "k")
-    if s is not None:
-        return "affine", s
-    ks = np.arange(K, dtype=np.int64)
-    f = np.asarray(E.evaluate(kp, {"k": ks}), dtype=np.int64)
-    s = int(f[1] - f[0]) if K > 1 else 0
-    nfull = (K // KB) * KB
-    if nfull == 0:
-        return "general", None
-    blk = f[:nfull].reshape(-1, KB)
-    if np.all(blk - blk[:, :1] == s * np.arange(KB)[None, :]):
-        return "chunk", s
-    return "general", None
-
-
-class _Operand:
-    """Rendering of one GEMM operand's leaves (A: row var 'm', B: row var 'n')."""
-
-    def __init__(self, ctx: Ctx, root: int, row: str, K: int, KB: int, tag: str, faults, transposed: bool,
-                 inner_extent: int):
-        self.ctx, self.root, self.row, self.tag = ctx, root, row, tag
-        dag = ctx.dag
-        self.leaves = [i for i in dag.reachable([root]) if dag.nodes[i].kind in ("load", "table", "inb")]
-        self.plan = {}
-        # [fault hook] conv_group_stride: the input's (B's) group offset is dropped, every group reads group 0
-        drop_group = "conv_group_stride" in faults and row == "n" and bool(ctx.an.problem.conv)
-        for i in self.leaves:
-            off = dag.nodes[i].offset
-            if drop_group and dag.nodes[i].kind == "load":
-                off = E.substitute(off, {"gb": E.ZERO})
-            if "wrong_transpose_stride" in faults and transposed and dag.nodes[i].kind != "inb":
-                inner = "k" if row == "m" else "n"
-                c = E.coeff(off, inner)
-                if c not in (None, 0, 1):
-                    off = E.lin(off.const, [(a, (inner_extent if (isinstance(a, E.Var) and a.name == inner) else k))
-                                            for a, k in off.terms])
-            rp, kp, mixed = _kind_of_terms(off, row, "k")
-            mode = ("general", None) if mixed else _k_mode(kp, K, KB)
-            self.plan[i] = (off, rp, kp, mixed, mode)
+from .mma import lower_gemm_mma
 
 
 def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str, str]:
@@ -93,7 +31,6 @@ def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str, str
     an: Analysis = ctx.an
     ctx.faults = frozenset(faults) if an.problem.conv else frozenset()   # [fault hook] conv_pad_edge
     if sol.matrix_core:
-        from .mma import lower_gemm_mma
         return lower_gemm_mma(ctx, an, sol, faults)
     if sol.LocalTiles:
         return (*_local(ctx, an, sol, faults), "")
@@ -103,43 +40,6 @@ def lower_gemm(ctx: Ctx, sol, faults) -> tuple[list[str], tuple, tuple, str, str
 def _acc_types(an: Analysis):
     quant = an.problem.op in ("quant_dot", "quant_convolution")
     return ("int" if quant else "float"), quant
-
-
-def _scalar_operand(ctx: Ctx, op: _Operand, leaf_off, acc_t: str, prefix: str, lines: list[str]) -> str:
-    """Emit the operand's DAG for one element; ``leaf_off(i)`` gives the C offset of leaf node i."""
-    dag = ctx.dag
-    node = dag.nodes[op.root]
-    if node.kind in ("load", "table"):
-        v = ctx.load(node, leaf_off(op.root))
-        return f"({acc_t})({v})" if compute(node.dtype) != acc_t else v
-    em = DagEmitter(dag, ctx.helpers, lambda i, n: ctx.load(n, leaf_off(i)), 1, prefix=prefix)
-    v = em.emit(op.root)
-    lines += em.lines
-    return f"({acc_t})({v})" if compute(node.dtype) != acc_t else v
-
-
-def _vector_operand(ctx: Ctx, op: _Operand, leaf_offs, acc_t: str, w: int, prefix: str, lines: list[str]) -> str:
-    """The operand's DAG for ``w`` lanes as an ``acc_t``-vector; ``leaf_offs(i)`` -> list of C offsets."""
-    dag = ctx.dag
-    node = dag.nodes[op.root]
-    V = vt(acc_t, w)
-    if node.kind in ("load", "table"):
-        v = ctx.load_lanes(node, leaf_offs(op.root))
-        if w == 1 and compute(node.dtype) != acc_t:
-            v = f"({acc_t})({v})"
-        return v
-    if w > 1 and acc_t == "float" and vectorizable(dag, [op.root]):
-        em = DagEmitter(dag, ctx.helpers, lambda i, n: ctx.load_lanes(n, leaf_offs(i)), w, prefix=prefix)
-        v = em.emit(op.root)
-        lines += em.lines
-        return v
-    parts = []
-    for ll in range(w):
-        em = DagEmitter(dag, ctx.helpers, lambda i, n, ll=ll: ctx.load(n, leaf_offs(i)[ll]), 1,
-                        prefix=f"{prefix}{ll}_")
-        parts.append(f"({acc_t})({em.emit(op.root)})")
-        lines += em.lines
-    return parts[0] if w == 1 else f"({V})({', '.join(parts)})"
 
 
 def _zero_vector(ctx: Ctx, acc_t: str, w: int) -> str:
@@ -171,8 +71,8 @@ def _direct(ctx: Ctx, an: Analysis, sol, faults):
     TX, TY = sol.NPerBlock // NT, sol.MPerBlock // MT
     acc_t, quant = _acc_types(an)
     V = vt(acc_t, VW)
-    A = _Operand(ctx, an.a_root, "m", K, KB, "a", faults, p.transA, K)
-    B = _Operand(ctx, an.b_root, "n", K, KB, "b", faults, p.transB, N)
+    A = Operand(ctx, an.a_root, "m", K, KB, "a", faults, p.transA, K)
+    B = Operand(ctx, an.b_root, "n", K, KB, "b", faults, p.transB, N)
     oob = "oob_write_n_edge" in faults
     L: list[str] = []
     L.append("const int gb = get_global_id(2);")
@@ -209,7 +109,7 @@ def _direct(ctx: Ctx, an: Analysis, sol, faults):
 
     kvar = E.var("kx", K)
 
-    def kexpr(op: _Operand, li: int, where: str) -> str:
+    def kexpr(op: Operand, li: int, where: str) -> str:
         off, rp, kp, mixed, (mode, s) = op.plan[li]
         if mode == "affine":
             return "0" if s == 0 else f"{s}*k"
@@ -234,7 +134,7 @@ def _direct(ctx: Ctx, an: Analysis, sol, faults):
                 if s is not None:
                     return LaneOffsets(f"b{li}_{j} + {ke}", s, VW)
                 return [f"b{li}_{j}_{ll} + {ke}" for ll in range(VW)]
-            v = _vector_operand(ctx, B, b_offs, acc_t, VW, f"bt{j}_", out)
+            v = vector_operand(ctx, B, b_offs, acc_t, VW, f"bt{j}_", out)
             out.append(f"const {V} bv{j} = {v};")
             bvals.append(f"bv{j}")
         for i in range(MT):
@@ -247,7 +147,7 @@ def _direct(ctx: Ctx, an: Analysis, sol, faults):
             if arow_lane is not None:
                 av = f"ar{i}.{lane(arow_lane)}"
             else:
-                av = _scalar_operand(ctx, A, a_off, acc_t, f"at{i}_", sub)
+                av = scalar_operand(ctx, A, a_off, acc_t, f"at{i}_", sub)
             upd = _update(ctx, an, faults, i, NV, VW, acc_t)
             out.append("{ " + " ".join(sub) + (" " if sub else "") + f"const {acc_t} av = {av}; {upd} }}")
         return out
@@ -338,15 +238,15 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults, acc_t: str, local: bool) -> l
     L.append(f"    const int col = {colexpr};")
     L.append(f"    const {V} v = tv[q];")
 
-    def acc_value(w, l):
-        return "v" if (l is None or VW == 1) else f"v.{lane(l)}"
+    def acc_value(_w, ln):
+        return "v" if (ln is None or VW == 1) else f"v.{lane(ln)}"
 
     def lane_subst(ll):
         return {"m": mvar, "n": nvar + ll}, {"mm": "row", "nn": "col", **gbv}
 
-    def store(ll, target, val):
+    def store(_ll, target, val):
         return f"{target} = {val};"
-    L += ["    " + x for x in emit_output(ctx, acc_value, VW, {}, lane_subst, lane_subst, store, "f")]
+    L += ["    " + x for x in emit_output(ctx, acc_value, VW, lane_subst, lane_subst, store, "f")]
     L.append("  }")
     if only_fast:
         L.append("}")
@@ -374,17 +274,6 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults, acc_t: str, local: bool) -> l
     return L
 
 
-def edge_element(ctx: Ctx, M: int, N: int, acc: str) -> list[str]:
-    """The epilogue of the one output element at (``row``, ``col``), the accumulator ``acc``, its other
-    inputs read at (``row``, ``colc``): the body of an edge loop, whose guards are the caller's."""
-    gbv = {"gb": "gb"}
-    mvar, nvar = E.var("mm", M), E.var("nn", N)
-
-    def at(col: str):
-        return lambda ll: ({"m": mvar, "n": nvar}, {"mm": "row", "nn": col, **gbv})
-    return emit_output(ctx, lambda w, l: acc, 1, {}, at("colc"), at("col"), lambda ll, t, v: f"{t} = {v};", "s")
-
-
 # ====================================================================== local
 def _local(ctx: Ctx, an: Analysis, sol, faults):
     p = an.problem
@@ -396,8 +285,8 @@ def _local(ctx: Ctx, an: Analysis, sol, faults):
     WG = TX * TY
     acc_t, quant = _acc_types(an)
     V = vt(acc_t, VW)
-    A = _Operand(ctx, an.a_root, "m", K, KB, "a", faults, p.transA, K)
-    B = _Operand(ctx, an.b_root, "n", K, KB, "b", faults, p.transB, N)
+    A = Operand(ctx, an.a_root, "m", K, KB, "a", faults, p.transA, K)
+    B = Operand(ctx, an.b_root, "n", K, KB, "b", faults, p.transB, N)
     gbv = {"gb": "gb"}
     mvar, nvar, kvar = E.var("mm", M), E.var("nn", N), E.var("kx", K)
     L: list[str] = []
@@ -443,7 +332,7 @@ def _local(ctx: Ctx, an: Analysis, sol, faults):
         rv = "m" if tag == "A" else "n"
         rn = "mm" if tag == "A" else "nn"
         sub: list[str] = []
-        val = _scalar_operand(ctx, op, lambda li, op=op, var=var, rv=rv, rn=rn:
+        val = scalar_operand(ctx, op, lambda li, op=op, var=var, rv=rv, rn=rn:
                               render(op.plan[li][0], {rv: var, "k": kvar}, {rn: "row", "kx": "k", **gbv}),
                               acc_t, f"s{tag}_", sub)
         L += ["    " + x for x in sub]

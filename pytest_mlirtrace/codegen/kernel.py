@@ -8,10 +8,24 @@ import numpy as np
 
 from ..ir import Module
 from . import expr as E
-from .cgen import DagEmitter, Helpers, LaneOffsets, compute, lane, lane_refs, load_scalar, load_vector, \
-    round_to, storage, store_value, store_vector, vectorizable, vt
-from .graph import Dag
-from .problem import Analysis
+from .analysis import Analysis
+from .cgen import (
+    DagEmitter,
+    Helpers,
+    LaneOffsets,
+    compute,
+    lane,
+    lane_refs,
+    load_scalar,
+    load_vector,
+    round_to,
+    storage,
+    store_value,
+    store_vector,
+    vectorizable,
+    vt,
+)
+from .element_dag import Dag
 from .spec import ArgBinding
 
 BUILD_OPTIONS = "-cl-std=CL1.2 -cl-mad-enable"
@@ -106,7 +120,7 @@ class Ctx:
 
     def load_lanes(self, node, offs) -> str:
         if node.kind == "inb":
-            lanes = [offs[l] for l in range(len(offs))]
+            lanes = [offs[ln] for ln in range(len(offs))]
             return f"({vt('int', len(lanes))})({', '.join(self.load(node, o) for o in lanes)})"
         ptr = self.pnames[node.param] if node.kind == "load" else node.param
         return load_vector(self.helpers, node.dtype, ptr, offs)
@@ -169,7 +183,7 @@ def assemble(ctx: Ctx, module: Module, solution, faults, kernel_name: str, attrs
 
 
 # ------------------------------------------------------------ epilogue --
-def emit_output(ctx: Ctx, acc_value, w: int, row_names: dict, lane_subst, out_lane_subst, store_lane,
+def emit_output(ctx: Ctx, acc_value, w: int, lane_subst, out_lane_subst, store_lane,
                 prefix: str, only_primary: bool = False, anchor_values: dict | None = None) -> list[str]:
     """Compute the output DAG for ``w`` lanes and store them.
 
@@ -199,21 +213,21 @@ def _emit_one(ctx: Ctx, root: int, offset, out_dtype, ptr: str, acc_value, w: in
     vec = w > 1 and vectorizable(dag, [root])
     outs = lane_refs(ptr, lanes_of(offset, out_lane_subst, w))
 
-    def leaf_for(l):
-        def leaf(i, n):
+    def leaf_for(ln):
+        def leaf(_i, n):
             if n.kind == "acc" and n.op in anchor_values:
                 v = anchor_values[n.op]
-                if l is None and w > 1:
+                if ln is None and w > 1:
                     v = f"({vt(compute(n.dtype), w)})({v})"
-                return round_to(h, n.dtype, v, w if l is None else 1)
+                return round_to(h, n.dtype, v, w if ln is None else 1)
             if n.kind == "acc":
-                v = acc_value(w if l is None else 1, l)
+                v = acc_value(w if ln is None else 1, ln)
                 if compute(n.dtype) != "float":
                     v = f"({compute(n.dtype)})({v})"
-                return round_to(h, n.dtype, v, w if l is None else 1)
-            if l is None:
+                return round_to(h, n.dtype, v, w if ln is None else 1)
+            if ln is None:
                 return ctx.load_lanes(n, lanes_of(n.offset, lane_subst, w))
-            s, nm = lane_subst(l)
+            s, nm = lane_subst(ln)
             return ctx.load(n, render(n.offset, s, nm))
         return leaf
 

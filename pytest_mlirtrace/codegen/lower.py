@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from ..ir import Module
-from .errors import LoweringError, NotSupported
 from ..vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS, SOLUTION_FAULTS, parse_inject
+from .analysis import Analysis
 from .attention import lower_attention
+from .errors import LoweringError, NotSupported
 from .gemm import lower_gemm
 from .kernel import BUILD_OPTIONS, Ctx, assemble, c_name
+from .kinds import analyse
 from .pointwise import lower_pointwise
-from .problem import Analysis, analyse
 from .reduce import lower_reduce
 from .solution import DEFAULT_LIMITS, Solution, check_applicable, default_solution
 from .spec import KernelSpec

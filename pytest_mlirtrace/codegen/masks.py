@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import expr as E
-from .graph import Dag
+from .element_dag import Dag
 
 _CMP = {"greater": np.greater, "less": np.less, "equal": np.equal, "greater_or_equal": np.greater_equal,
         "less_or_equal": np.less_equal, "not_equal": np.not_equal, "logical_and": np.logical_and,

@@ -1,22 +1,22 @@
 """GEMM fusions on NVIDIA tensor cores (a gemm solution with MatrixCore 1 or 2): the one place with inline PTX.
 
 OpenCL C has no tensor-core builtins, but NVIDIA's OpenCL compiler takes inline PTX (``asm volatile``), and
-``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`` and ``ldmatrix`` are PTX (sm_80 and later).  ``solution.check_applicable``
-offers these solutions only where the device's ``mma`` names such an architecture, so no other device
-ever sees this text.
+``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`` and ``ldmatrix`` are PTX (sm_80 and later).
+``solution.check_applicable`` offers these solutions only where the device's ``mma`` names such an architecture,
+so no other device ever sees this text.
 
 The kernel (``MPerBlock x NPerBlock`` of C per work-group, one 32-wide warp per ``MPerThread x NPerThread``
 of it, f32 accumulators in registers):
 
 * staging: every K step of ``KPerBlock``, the work-items bring A's ``MPerBlock x KPerBlock`` tile and B's
-  ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``,
-  two buffers of each, so that one barrier a step is enough; rows padded by 8 elements (:func:`tile_index`).
-  Each element is the operand's DAG (views, pointwise ops before the dot) computed as in the FMA kernels
-  and rounded to the operand type; a plain load of that type is copied bit for bit, ``VectorWidth``
-  elements at a time where it is contiguous and aligned.  The next tile is read from global memory into registers while the current
-  one is multiplied, then stored into the other buffer -- except a plain load copied 8 elements (16 bytes)
-  at a time in the tile's own layout (A with k fastest, B with n fastest): that goes by ``cp.async``
-  straight into the other buffer, with no registers, and lands before the step's barrier.
+  ``KPerBlock x NPerBlock`` tile into local memory as 16-bit values: A as ``As[m][k]``, B as ``Bs[k][n]``, two
+  buffers of each, so that one barrier a step is enough; rows padded by 8 elements (:func:`tile_index`). Each
+  element is the operand's DAG (views, pointwise ops before the dot) computed as in the FMA kernels and rounded to
+  the operand type; a plain load of that type is copied bit for bit, ``VectorWidth`` elements at a time where it is
+  contiguous and aligned.  The next tile is read from global memory into registers while the current one is
+  multiplied, then stored into the other buffer -- except a plain load copied 8 elements (16 bytes) at a time in the
+  tile's own layout (A with k fastest, B with n fastest): that goes by ``cp.async`` straight into the other buffer,
+  with no registers, and lands before the step's barrier.
 * mma: per 16-deep step, a warp reads its fragments -- MatrixCore=1: A as 32-bit words of ``As``, B from
   two 16-bit values of ``Bs``; MatrixCore=2: ``ldmatrix`` (``.trans`` for B) -- and issues one ``mma.sync``
   per 16x8 tile of C.
@@ -31,11 +31,11 @@ of it, f32 accumulators in registers):
 from __future__ import annotations
 
 from . import expr as E
+from .analysis import Analysis
 from .cgen import store_value
 from .errors import NotApplicable
-from .gemm import _Operand, _scalar_operand, edge_element
+from .gemm_operands import Operand, edge_element, scalar_operand
 from .kernel import Ctx, emit_output, render
-from .problem import Analysis
 from .solution import MMA_DTYPES
 
 PAD = 8           # 16-bit elements added to each local-memory row (keeps rows 16-byte aligned, spreads banks)
@@ -78,7 +78,8 @@ def ldmatrix_functions(emulated: bool = False) -> str:
         body.append(
             f"inline void {name}(uint *r, __local const ushort *base, int off) {{\n"
             f'  asm volatile("ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {{%0,%1,%2,%3}}, [%4];"\n'
-            '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((uint)(ulong)(base + off)) : "memory");\n'
+            '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])'
+            ' : "r"((uint)(ulong)(base + off)) : "memory");\n'
             "}\n")
     return "".join(body)
 
@@ -182,7 +183,8 @@ def aligned_contiguous(off: E.Lin, fast: str, w: int) -> bool:
             if c % w:
                 return False
             continue
-        if not isinstance(a, (E.FDiv, E.FMod)) or a.d % w or a.arg.const or a.arg.terms != ((E.Var(fast, _extent(a.arg, fast)), 1),):
+        if not isinstance(a, (E.FDiv, E.FMod)) or a.d % w or a.arg.const \
+                or a.arg.terms != ((E.Var(fast, _extent(a.arg, fast)), 1),):
             return False
         if isinstance(a, E.FMod):
             step += c
@@ -221,7 +223,7 @@ class _Stage:
             raise NotApplicable(f"MatrixCore={sol.MatrixCore}: operand {tag} is {self.dtype.name}, the problem's "
                                 f"type is {p.dtype}")
         # the FMA kernels' operand plan: the leaves' offsets, with the planted faults that change them
-        self.op = _Operand(ctx, self.root, self.rvar, p.k, self.KB, tag.lower(), faults,
+        self.op = Operand(ctx, self.root, self.rvar, p.k, self.KB, tag.lower(), faults,
                            p.transA if tag == "A" else p.transB, p.k if tag == "A" else p.n)
         # a plain load of the operand's type is copied bit for bit
         off = self.op.plan[self.root][0] if node.kind == "load" else None
@@ -305,7 +307,7 @@ class _Stage:
                 return f"{ptr}[{render(op.plan[self.root][0], subst, names)}]"
             return f"*(__global const ushort{self.w} *)({self._pointer()})"
         sub: list[str] = []
-        v = _scalar_operand(ctx, op, lambda li: render(op.plan[li][0], subst, names),
+        v = scalar_operand(ctx, op, lambda li: render(op.plan[li][0], subst, names),
                             "float", f"s{self.tag}_", sub)
         L += ["  " + x for x in sub]
         return store_value(ctx.helpers, self.dtype, v)
@@ -351,7 +353,7 @@ def lower_gemm_mma(ctx: Ctx, an: Analysis, sol, faults):
     A, B = _Stage(ctx, an, sol, "A", faults), _Stage(ctx, an, sol, "B", faults)
     emulated = ctx.mma == EMULATED
     ldsm = sol.MatrixCore == 2
-    extra = ", emu + warp * %d, lane" % EMU_FLOATS if emulated else ""
+    extra = f", emu + warp * {EMU_FLOATS}, lane" if emulated else ""
     extra_ld = ", emi + warp * 32, lane" if emulated else ""
     kcut = f"{K - 1}" if "k_tail_off_by_one" in faults else f"{K}"
     L: list[str] = []
@@ -454,7 +456,7 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     mvar, nvar = E.var("mm", M), E.var("nn", N)
     L: list[str] = [f"const int wr0 = bm0 + wm * {WM} + g, wc0 = bn0 + wn * {WN} + t * 2;"]
 
-    def store(ll, target, val):
+    def store(_ll, target, val):
         return f"{target} = {val};"
 
     only_fast = M % MB == 0 and N % NB == 0
@@ -465,12 +467,12 @@ def _epilogue(ctx: Ctx, an: Analysis, sol, faults) -> list[str]:
     L.append("    const int row = wr0 + i * 16 + h * 8, col = wc0 + j * 8;")
     L.append("    const float2 v = (float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]);")
 
-    def acc2(w, l):
-        return "v" if l is None else f"v.s{l}"
+    def acc2(_w, ln):
+        return "v" if ln is None else f"v.s{ln}"
 
     def lanes(ll):
         return {"m": mvar, "n": nvar + ll}, {"mm": "row", "nn": "col", **gbv}
-    L += ["    " + x for x in emit_output(ctx, acc2, 2, {}, lanes, lanes, store, "f")]
+    L += ["    " + x for x in emit_output(ctx, acc2, 2, lanes, lanes, store, "f")]
     L.append("  }")
     L.append("}")
     if only_fast:

@@ -11,7 +11,7 @@ from . import expr as E
 from .kernel import Ctx, emit_output
 
 
-def lower_pointwise(ctx: Ctx, sol, faults):
+def lower_pointwise(ctx: Ctx, sol, _faults):
     an = ctx.an
     R, C = an.rows, an.cols
     BS, EPT, VW = sol.BlockSize, sol.ElementsPerThread, sol.VectorWidth
@@ -28,16 +28,16 @@ def lower_pointwise(ctx: Ctx, sol, faults):
     L.append(f"  const int cv = MINI(cs, {C - VW});")
     stores: list[tuple[str, str]] = []
 
-    def acc_value(w, l):
+    def acc_value(_w, _lane):
         raise AssertionError("pointwise kernels have no anchor")
 
     def lane_subst(ll):
         return {"r": rvar, "c": cvar + ll}, {"rr": "r", "cc": "cv"}
 
-    def store(ll, off, val):
+    def store(_ll, off, val):
         stores.append((off, val))
         return ""
-    lines = emit_output(ctx, acc_value, VW, {}, lane_subst, lane_subst, store, "p")
+    lines = emit_output(ctx, acc_value, VW, lane_subst, lane_subst, store, "p")
     L += ["  " + x for x in lines if x]
     if VW == 1:
         L += [f"  {o} = {v};" for o, v in stores]

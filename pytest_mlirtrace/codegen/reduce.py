@@ -44,7 +44,8 @@ def lower_reduce(ctx: Ctx, sol, faults):
     rfull = (Rn // step) * step
     gvar, jvar = E.var("gg", G), E.var("jj", Rn)
     L: list[str] = []
-    L.append("const int t = get_local_id(0), ly = get_local_id(1);" if TPG > 1 else "const int t = 0, ly = get_local_id(1);")
+    L.append("const int t = get_local_id(0), ly = get_local_id(1);" if TPG > 1
+             else "const int t = 0, ly = get_local_id(1);")
     L.append("const int gq = get_global_id(1);")
     L.append(f"const int gi = MINI(gq, {G - 1});")
     if TPG > 1:
@@ -53,11 +54,11 @@ def lower_reduce(ctx: Ctx, sol, faults):
     def x_at(prefix: str, w: int, jname: str, lines: list[str], root: int | None = None) -> str:
         """The pre-reduction value at j = jname (+ lanes); ``root``: a sibling reduction's input."""
         if w > 1:
-            def leaf(i, n):
+            def leaf(_i, n):
                 offs = lanes_of(n.offset, lambda ll: ({"gi": gvar, "j": jvar + ll}, {"gg": "gi", "jj": jname}), w)
                 return ctx.load_lanes(n, offs)
         else:
-            def leaf(i, n):
+            def leaf(_i, n):
                 return ctx.load(n, render(n.offset, {"gi": gvar, "j": jvar}, {"gg": "gi", "jj": jname}))
         em = DagEmitter(dag, h, leaf, w, prefix=prefix)
         v = em.emit(an.pre_root if root is None else root)
@@ -106,7 +107,7 @@ def lower_reduce(ctx: Ctx, sol, faults):
             L.append(f"{name} = red[ly][0];")
             L.append("barrier(CLK_LOCAL_MEM_FENCE);")
 
-    ident_t = lambda x, w: x  # noqa: E731
+    ident_t = lambda x, _w: x  # noqa: E731
     if softmax:
         reduce_pass("mx", "max", ident_t)
 
@@ -135,15 +136,15 @@ def lower_reduce(ctx: Ctx, sol, faults):
     if not softmax and an.out_per_group:
         L.append(f"if (t == 0 && gq < {G}) {{")
 
-        def acc_value(w, l):
+        def acc_value(_w, _lane):
             return "rr"
 
-        def lane_subst(ll):
+        def lane_subst(_ll):
             return {"gi": gvar}, {"gg": "gi"}
 
-        def store(ll, target, val):
+        def store(_ll, target, val):
             return f"{target} = {val};"
-        lines = emit_output(ctx, acc_value, 1, {}, lane_subst, lane_subst, store, "o", anchor_values=sib_values)
+        lines = emit_output(ctx, acc_value, 1, lane_subst, lane_subst, store, "o", anchor_values=sib_values)
         L += ["  " + x for x in lines]
         L.append("}")
     else:
@@ -169,18 +170,18 @@ def lower_reduce(ctx: Ctx, sol, faults):
                 sv = f"{round_to(h, an.acc_dtype, anchor_value(x, ww), ww)}"
                 pre.append(f"const {vt(ct, ww)} sx = {sv};")
 
-                def acc_value(w, l):
-                    return "sx" if (l is None or ww == 1) else f"sx.s{l:x}"
+                def acc_value(_w, ln, ww=ww):
+                    return "sx" if (ln is None or ww == 1) else f"sx.s{ln:x}"
             else:
-                def acc_value(w, l):
-                    return f"({vt(ct, ww)})(rr)" if (l is None and ww > 1) else "rr"
+                def acc_value(_w, ln, ww=ww):
+                    return f"({vt(ct, ww)})(rr)" if (ln is None and ww > 1) else "rr"
 
             def lane_subst(ll, jn=jn):
                 return {"gi": gvar, "j": jvar + ll}, {"gg": "gi", "jj": jn}
 
-            def store(ll, target, val):
+            def store(_ll, target, val):
                 return f"{target} = {val};"
-            lines = emit_output(ctx, acc_value, ww, {}, lane_subst, lane_subst, store, f"o{jname}",
+            lines = emit_output(ctx, acc_value, ww, lane_subst, lane_subst, store, f"o{jname}",
                                 anchor_values=sib_values)
             L += ["    " + x for x in pre + lines]
             if jn == "jl":

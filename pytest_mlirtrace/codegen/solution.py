@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..vocab.perf_config import parse_perf_config
+from ..vocab import format_perf_config, parse_perf_config
 from .errors import NotApplicable, SolutionError
 from .problem import Problem
 
@@ -102,11 +102,11 @@ class DeviceLimits:
     mma: str = ""
 
     @staticmethod
-    def pocl() -> "DeviceLimits":
+    def pocl() -> DeviceLimits:
         return DeviceLimits()
 
     @staticmethod
-    def nvidia_gpu() -> "DeviceLimits":
+    def nvidia_gpu() -> DeviceLimits:
         return DeviceLimits(1024, 48 * 1024, 132, "gpu", "nvidia-gpu", 0, "sm_90")
 
 
@@ -131,7 +131,7 @@ class Solution:
     # ---- access ------------------------------------------------------------
     @property
     def fields(self) -> dict[str, int]:
-        return dict(zip(FIELDS[self.kind], self.values))
+        return dict(zip(FIELDS[self.kind], self.values, strict=False))
 
     def __getattr__(self, name: str) -> int:
         if name in ("kind", "values") or name.startswith("__"):
@@ -146,7 +146,7 @@ class Solution:
         for _ in range(OPTIONAL_TAIL.get(self.kind, 0)):
             if vals and vals[-1] == 0:
                 vals.pop()
-        return ",".join(str(v) for v in vals)
+        return format_perf_config(vals)
 
     @property
     def matrix_core(self) -> bool:
@@ -164,7 +164,7 @@ class Solution:
 
     # ---- construction --------------------------------------------------------
     @staticmethod
-    def of(kind: str, *values: int, **named: int) -> "Solution":
+    def of(kind: str, *values: int, **named: int) -> Solution:
         if kind not in FIELDS:
             raise SolutionError(f"unknown solution kind {kind!r}; expected one of {', '.join(FIELDS)}")
         if named:
@@ -181,7 +181,7 @@ class Solution:
         return Solution.parse(kind, ",".join(str(v) for v in values))
 
     @staticmethod
-    def parse(kind: str, text: str, faults=frozenset()) -> "Solution":
+    def parse(kind: str, text: str, faults=frozenset()) -> Solution:
         """Parse a perf-config string; :class:`SolutionError` names the bad field and what was expected.
 
         The text is split by ``vocab.parse_perf_config``: the legacy comma form mlirtrace writes, or a
@@ -198,7 +198,7 @@ class Solution:
                                 f"{','.join(names)}")
         names = names[:len(parts)]
         vals = []
-        for i, (name, p) in enumerate(zip(names, parts)):
+        for i, (name, p) in enumerate(zip(names, parts, strict=False)):
             try:
                 v = int(p, 10)
             except ValueError:
@@ -305,7 +305,8 @@ class Solution:
         f = self.fields
         if self.matrix_core and self.kind == "attention":
             return 0
-        if self.matrix_core:      # codegen/mma.py: two of A as [MPerBlock][KPerBlock + 8], of B as [KPerBlock][NPerBlock + 8]
+        # codegen/mma.py: two of A as [MPerBlock][KPerBlock + 8], of B as [KPerBlock][NPerBlock + 8]
+        if self.matrix_core:
             return 4 * (f["MPerBlock"] * (f["KPerBlock"] + 8) + f["KPerBlock"] * (f["NPerBlock"] + 8))
         if self.kind == "gemm":
             if not f["LocalTiles"]:

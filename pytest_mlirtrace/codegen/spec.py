@@ -77,9 +77,9 @@ def pack_input(binding: ArgBinding, logical: np.ndarray) -> np.ndarray:
     if x.size == 0:
         return buf
     # broadcast (stride 0) dims hold one value: keep index 0 of them
-    sel = tuple(0 if (s == 0 and n > 1) else slice(None) for n, s in zip(binding.lens, binding.strides))
-    lens = [n for n, s in zip(binding.lens, binding.strides) if not (s == 0 and n > 1)]
-    strides = [s for n, s in zip(binding.lens, binding.strides) if not (s == 0 and n > 1)]
+    sel = tuple(0 if (s == 0 and n > 1) else slice(None) for n, s in zip(binding.lens, binding.strides, strict=False))
+    lens = [n for n, s in zip(binding.lens, binding.strides, strict=False) if not (s == 0 and n > 1)]
+    strides = [s for n, s in zip(binding.lens, binding.strides, strict=False) if not (s == 0 and n > 1)]
     view = as_strided(buf, shape=lens, strides=[s * dt.itemsize for s in strides], writeable=True)
     view[...] = x[sel]
     return buf
@@ -105,7 +105,7 @@ def unpack_outputs(spec: KernelSpec, arrays) -> list[np.ndarray]:
     if len(arrays) != len(outs):
         raise ValueError(f"{len(arrays)} arrays for {len(outs)} outputs")
     res: list = [None] * len(outs)
-    for a, arr in zip(outs, arrays):
+    for a, arr in zip(outs, arrays, strict=False):
         x = np.asarray(arr).reshape(-1)[: a.elements].reshape(a.lens)
         if a.dtype == "bool":
             x = x.astype(np.bool_)

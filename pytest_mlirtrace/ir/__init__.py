@@ -23,7 +23,8 @@ from .text import TextParseError, parse_module
 __all__ = [
     "DType", "DTypeError", "all_dtypes", "dtype", "Instruction", "IRError", "Module", "VIEW_OPS", "Shape",
     "standard_strides", "infer_shape", "UnsupportedOp", "UNARY_OPS", "BINARY_OPS", "COMPARE_OPS",
-    "POINTWISE_OPS", "QUANT_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "evaluate", "random_inputs", "compare", "result_precisions", "tolerance",
+    "POINTWISE_OPS", "QUANT_OPS", "REDUCE_OPS", "GEMM_OPS", "CONV_OPS", "evaluate", "random_inputs", "compare",
+    "result_precisions", "tolerance",
     "Mismatch", "Bound", "error_bounds", "compare_bounded", "TextParseError", "parse_module", "print_module",
     "quote_string", "unquote_string",
 ]

@@ -8,6 +8,9 @@ import numpy as np
 
 from .dtypes import DType, to_compute
 from .dtypes import dtype as _dtype
+from .module import VIEW_OPS
+from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
+from .reference import convolve, eval_instruction, scaled_operands
 
 # (rtol, atol per sqrt of reduction length): f16/bf16 results are rounded to
 # 11/8 significant bits at the end, f32 accumulates in float32 on the device.
@@ -289,8 +292,6 @@ def _softmax_bound(x, d, v, axis, dt):
 
 
 def _contraction(ins, args, ds, v, out_dt, k):
-    from .reference import convolve
-
     A, B = np.abs(_f(args[0])), np.abs(_f(args[1]))
     dA, dB = ds
     if ins.op in ("convolution", "quant_convolution"):
@@ -339,10 +340,6 @@ class Bound:
 def error_bounds(module, env: dict) -> list[Bound]:
     """Per output of ``module``: its :class:`Bound`, from the oracle's values ``env`` (``evaluate(module,
     inputs, keep_all=True)[1]``). See the comment above for the rules."""
-    from .module import VIEW_OPS
-    from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
-    from .reference import eval_instruction, scaled_operands
-
     D: dict[str, np.ndarray] = {}
     OVF: dict[str, np.ndarray] = {}
     for ins in module.instructions:

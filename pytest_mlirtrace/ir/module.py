@@ -109,7 +109,8 @@ class Module:
         lens = tuple(arr.shape) if lens is None else tuple(lens)
         arr = np.broadcast_to(arr, lens) if arr.size == 1 and lens else arr.reshape(lens)
         name = name or self._fresh()
-        self.instructions.append(Instruction(name, "@literal", literal=np.array(arr), shape=Shape.of(dt, lens, strides)))
+        self.instructions.append(Instruction(name, "@literal", literal=np.array(arr),
+                                             shape=Shape.of(dt, lens, strides)))
         return name
 
     def add(self, op: str, *inputs: str, name: str | None = None, **attrs) -> str:

@@ -131,7 +131,7 @@ def _type_attr(ins: Instruction, key: str) -> DType | None:
 def _quant_arity(ins, shapes):
     if len(shapes) not in (2, 3):
         raise _err(ins, f"takes 2 inputs (x, scale) or 3 (x, scale, zero point), got {len(shapes)}")
-    for what, s in zip(("scale", "zero point"), shapes[1:]):
+    for what, s in zip(("scale", "zero point"), shapes[1:], strict=False):
         if s.lens != shapes[0].lens:
             raise _err(ins, f"{what} lens {list(s.lens)} differ from the input's {list(shapes[0].lens)} "
                             f"(broadcast the {what} to the input first)")
@@ -196,7 +196,7 @@ def _multibroadcast(ins, shapes):
         raise _err(ins, f"out_lens {out} has lower rank than input {list(s.lens)}")
     off = len(out) - s.rank
     strides = [0] * len(out)
-    for i, (n, st) in enumerate(zip(s.lens, s.strides)):
+    for i, (n, st) in enumerate(zip(s.lens, s.strides, strict=False)):
         if n == out[off + i]:
             strides[off + i] = st
         elif n == 1:
@@ -214,7 +214,7 @@ def _broadcast(ins, shapes):
     if not isinstance(axis, int) or axis < 0 or axis + s.rank > len(out):
         raise _err(ins, f"axis {axis} does not fit input lens {list(s.lens)} into out_lens {out}")
     strides = [0] * len(out)
-    for i, (n, st) in enumerate(zip(s.lens, s.strides)):
+    for i, (n, st) in enumerate(zip(s.lens, s.strides, strict=False)):
         if n != out[axis + i]:
             raise _err(ins, f"input dim {i} ({n}) != out_lens[{axis + i}] ({out[axis + i]})")
         strides[axis + i] = st
@@ -276,7 +276,7 @@ def _slice(ins, shapes):
     if not len(axes) == len(starts) == len(ends):
         raise _err(ins, "axes, starts and ends differ in length")
     lens = list(s.lens)
-    for a, b, e in zip(axes, starts, ends):
+    for a, b, e in zip(axes, starts, ends, strict=False):
         a = _norm_axis(ins, a, s.rank)
         n = s.lens[a]
         b = max(0, min(n, b + n if b < 0 else b))

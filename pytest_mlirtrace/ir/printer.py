@@ -75,7 +75,7 @@ def style_of(m: Printable) -> TextStyle | None:
 def _fmt_float(v: float) -> str:
     """As C++ streams a float (``%g``: 0.707107, 1e+06) when that reads back as the same value, else
     the shortest text that does."""
-    g = "%g" % v
+    g = f"{v:g}"
     try:
         if float(g) == v:
             return g

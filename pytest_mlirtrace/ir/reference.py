@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .dtypes import BY_NAME, NARROW_VALUES, DType, from_compute, narrow_random_codes, to_compute
 from .module import Instruction, IRError, Module
-from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
+from .ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS, conv_params
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -89,21 +90,20 @@ def convolve(ins: Instruction, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """MIGraphX's (quant_)convolution in float64 (int64 for integers): for each kernel position, the
     strided window of the zero-padded input times that position's weights, summed; groups split the
     channels."""
-    from .ops import conv_params
-
     spatial = x.ndim - 2
     begin, end, stride, dilation, group = conv_params(ins, spatial)
     acc = np.int64 if x.dtype.kind in "iub" else np.float64
     x, w = x.astype(acc), w.astype(acc)
     n, c = x.shape[:2]
     k, cg = w.shape[:2]
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(b, e) for b, e in zip(begin, end)])
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(b, e) for b, e in zip(begin, end, strict=False)])
     out_sp = [(xp.shape[2 + i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1 for i in range(spatial)]
     xg = xp.reshape((n, group, cg) + xp.shape[2:])
     wg = w.reshape((group, k // group, cg) + w.shape[2:])
     out = np.zeros((n, group, k // group) + tuple(out_sp), dtype=acc)
     for pos in np.ndindex(*w.shape[2:]):
-        window = tuple(slice(p * d, p * d + (o - 1) * s + 1, s) for p, d, o, s in zip(pos, dilation, out_sp, stride))
+        window = tuple(slice(p * d, p * d + (o - 1) * s + 1, s)
+                       for p, d, o, s in zip(pos, dilation, out_sp, stride, strict=False))
         xs = xg[(slice(None), slice(None), slice(None)) + window]          # n, g, cg, out...
         ws = wg[(slice(None), slice(None), slice(None)) + pos]             # g, kg, cg
         out += np.einsum("ngc...,gkc->ngk...", xs, ws)
@@ -181,7 +181,7 @@ def eval_instruction(ins: Instruction, args: list[np.ndarray], in_dtypes: list[D
     if op == "slice":
         x = args[0]
         idx = [slice(None)] * x.ndim
-        for ax, b, e in zip(a["axes"], a["starts"], a["ends"]):
+        for ax, b, e in zip(a["axes"], a["starts"], a["ends"], strict=False):
             idx[ax % x.ndim] = slice(b, e)
         return x[tuple(idx)]
     if op == "convert":
@@ -255,7 +255,7 @@ def _shares_elements(lens, strides) -> bool:
     """Do two indices of the view map to one element (dims longer than 1, taken by stride: each stride
     must pass the last element of the dims inside it)?"""
     span = 0
-    for s, n in sorted((s, n) for n, s in zip(lens, strides) if n > 1):
+    for s, n in sorted((s, n) for n, s in zip(lens, strides, strict=False) if n > 1):
         if s <= span:
             return True
         span += (n - 1) * s
@@ -267,18 +267,16 @@ def as_laid_out(values: np.ndarray, lens, strides) -> np.ndarray:
     order: where the layout maps several indices to one element -- a broadcast (stride 0) dim, or dims
     that overlap -- they all read the one value stored there (the value written last, as a strided
     copy writes it; for a broadcast dim: its index 0).  ``values`` itself when no index shares an element."""
-    from numpy.lib.stride_tricks import as_strided
-
     x = np.asarray(values)
     lens, strides = tuple(int(n) for n in lens), tuple(int(s) for s in strides)
     if x.size == 0 or not _shares_elements(lens, strides):
         return x
-    keep = [not (s == 0 and n > 1) for n, s in zip(lens, strides)]
-    space = 1 + sum((n - 1) * s for n, s in zip(lens, strides))
+    keep = [not (s == 0 and n > 1) for n, s in zip(lens, strides, strict=False)]
+    space = 1 + sum((n - 1) * s for n, s in zip(lens, strides, strict=False))
     buf = np.zeros(max(space, 1), dtype=x.dtype)
     item = buf.itemsize
-    view = as_strided(buf, shape=[n for n, k in zip(lens, keep) if k],
-                      strides=[s * item for s, k in zip(strides, keep) if k], writeable=True)
+    view = as_strided(buf, shape=[n for n, k in zip(lens, keep, strict=False) if k],
+                      strides=[s * item for s, k in zip(strides, keep, strict=False) if k], writeable=True)
     view[...] = x[tuple(slice(None) if k else 0 for k in keep)]
     return np.array(as_strided(buf, shape=lens, strides=[s * item for s in strides], writeable=False))
 

@@ -39,7 +39,7 @@ def layout_problem(lens, strides) -> str | None:
     if nonzero[-1][0] != 1:
         return (f"strides {strides}: the smallest stride is {nonzero[-1][0]}, not 1 "
                 "(no in-memory layout has it)")
-    for (s, _), (inner_s, inner_n) in zip(nonzero, nonzero[1:]):
+    for (s, _), (inner_s, inner_n) in zip(nonzero, nonzero[1:], strict=False):
         if s == 1:          # rocMLIR checks no further once it reaches the unit stride
             break
         need = inner_s * inner_n
@@ -82,14 +82,14 @@ class Shape:
 
     @property
     def broadcasted(self) -> bool:
-        return any(s == 0 and n > 1 for n, s in zip(self.lens, self.strides))
+        return any(s == 0 and n > 1 for n, s in zip(self.lens, self.strides, strict=False))
 
     @property
     def packed(self) -> bool:
         """Every element has its own slot and there are no gaps (any order of dims)."""
         if self.broadcasted:
             return False
-        dims = sorted((s, n) for n, s in zip(self.lens, self.strides) if n > 1)
+        dims = sorted((s, n) for n, s in zip(self.lens, self.strides, strict=False) if n > 1)
         acc = 1
         for s, n in dims:
             if s != acc:
@@ -107,7 +107,7 @@ class Shape:
         """Number of storage slots the view spans (max offset + 1)."""
         if self.elements == 0:
             return 0
-        return 1 + sum((n - 1) * s for n, s in zip(self.lens, self.strides))
+        return 1 + sum((n - 1) * s for n, s in zip(self.lens, self.strides, strict=False))
 
     def with_dtype(self, dt: str | DType) -> Shape:
         return Shape(_dtype(dt), self.lens, self.strides)

@@ -10,7 +10,7 @@ Module name prefix (``mlir_main:pointwise4:``) and ``target_id`` are kept on the
 Names and string attributes are printed bare, as MIGraphX prints them, when they read back so; any
 other (a space, a comma, a bracket, a quote, a newline, a string that reads as a number...) is printed
 quoted with MLIR's escapes (``"in put" = @param:"in put"``, ``[tag="a, b"]``), so every module parses back.
-"""
+"""  # noqa: E501 (the example lines are verbatim printouts)
 from __future__ import annotations
 
 import re

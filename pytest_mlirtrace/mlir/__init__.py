@@ -9,6 +9,8 @@
 * :func:`module_difference` / :func:`canonical` -- what "the same module" means across the
   round trip (:mod:`.equiv`).
 """
+import re
+
 from .emit import emit_func, emit_mlir, param_names
 from .equiv import canonical, module_difference
 from .errors import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError
@@ -25,8 +27,6 @@ __all__ = ["emit_mlir", "emit_func", "param_names", "parse_mlir", "parse_mlir_mo
 def is_mlir(text: str) -> bool:
     """Does ``text`` look like MLIR (rather than MIGraphX module text)? Also the 2022 ``func @f`` and MLIR's
     generic form (``"func.func"() ({...})``, ``"builtin.module"() ({...})``)."""
-    import re
-
     return bool(re.search(r'(?m)^\s*(module(\s+@([\w.$-]+|"(?:[^"\\\n]|\\.)*"))?\s*(attributes\b.*)?\{|func\.func\b'
                           r'|func\s+(?:(?:private|public|nested)\s+)?@|"(?:builtin\.module|func\.func|builtin\.func)"\s*\()',
                           text))

@@ -52,7 +52,7 @@ from xdsl.irdl import (
 from xdsl.irdl import base as _base
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from pytest_mlirtrace.ir.ops import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS
 
@@ -202,7 +202,8 @@ class MIGraphXOp(IRDLOperation):
                         parser.Delimiter.NONE, lambda: _parse_value_type(parser))
                     parser.parse_punctuation(")", " to close the operand types")
             elif operands:
-                # 2023 MIGraphX: ``migraphx.softmax(%0) {axis = 2 : i64} : T -> T``, ``migraphx.dot(%a, %b) : T, T -> T``
+                # 2023 MIGraphX: ``migraphx.softmax(%0) {axis = 2 : i64} : T -> T``,
+                # ``migraphx.dot(%a, %b) : T, T -> T``
                 in_types = parser.parse_comma_separated_list(
                     parser.Delimiter.NONE, lambda: _parse_value_type(parser))
             else:
@@ -236,7 +237,7 @@ class MIGraphXOp(IRDLOperation):
             if len(typed) != len(operands):
                 parser.raise_error(f"{len(operands)} operands but {len(typed)} operand types", tpos, parser.pos)
             all_ops, all_types = list(operands), [t for t, _ in typed]
-            for (t, st), s in zip(typed, scales):
+            for (_t, st), s in zip(typed, scales, strict=False):
                 if (s is None) != (st is None):
                     parser.raise_error("'scaled by' must be given for both the operand and its type", tpos)
                 if s is not None:
@@ -273,8 +274,6 @@ class MIGraphXOp(IRDLOperation):
             printer.print_string(")")
 
     def verify_(self) -> None:
-        from xdsl.utils.exceptions import VerifyException
-
         if self.OPERANDS is not None and len(self.operands) != len(self.OPERANDS):
             raise VerifyException(f"{self.name} takes {len(self.OPERANDS)} operand(s) "
                                   f"({', '.join(self.OPERANDS)}), got {len(self.operands)}")

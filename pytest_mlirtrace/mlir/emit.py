@@ -30,7 +30,7 @@
 * ``reshape_lazy``, ``squeeze``, ``unsqueeze`` and ``flatten`` are printed as
   ``migraphx.reshape {dims = <result lens>}`` as MIGraphX does (rocMLIR has no such ops);
   ``reshape`` keeps its own ``dims`` (``[0, 0, 768]`` in the seed's 2023 trace).
-"""
+"""  # noqa: E501 (the example lines are verbatim printouts)
 from __future__ import annotations
 
 from pytest_mlirtrace.ir.module import Instruction, IRError, Module

@@ -73,7 +73,7 @@ def module_difference(a: Module, b: Module, *, strides: bool = False) -> str | N
     ca, cb = canonical(a), canonical(b)
     if len(ca.instructions) != len(cb.instructions):
         return f"{len(ca.instructions)} vs {len(cb.instructions)} instructions (contiguous dropped)"
-    for x, y in zip(ca.instructions, cb.instructions):
+    for x, y in zip(ca.instructions, cb.instructions, strict=False):
         if (x.name, x.op, x.inputs) != (y.name, y.op, y.inputs):
             return f"{x.name} = {x.op}({', '.join(x.inputs)}) vs {y.name} = {y.op}({', '.join(y.inputs)})"
         if x.attrs != y.attrs:

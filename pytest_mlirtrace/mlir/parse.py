@@ -13,7 +13,7 @@ rules on it.  A func comes back as a :class:`ParsedFunc` that is one of
 Malformed text raises :class:`~.errors.MLIRParseError` with file:line:column.
 
 Speed: the text is scanned once for its funcs (:mod:`.split`, linear); each func in the form MIGraphX
-prints is read by the fast path (:mod:`.fast`, about 20x quicker than xDSL), anything else -- and any
+prints is read by the fast path (:mod:`.fast_parse`, about 20x quicker than xDSL), anything else -- and any
 func with an error, so that messages and positions are always xDSL's -- by xDSL, from the func's own
 text with its positions shifted back into the file.  ``parse_mlir(.., name=NAME)`` parses that func only.
 
@@ -27,7 +27,7 @@ position, as MIGraphX names them.
 What the checks allow (they accept what MIGraphX itself emits):
 * element types: ``i32`` = ``si32``; a bool result may be printed ``i8`` (MIGraphX's boolean
   at the rocMLIR boundary); a comparison may print its input type (rocMLIR style);
-* strides (``!migraphx.shaped`` only), rocMLIR's rules (:func:`.rules.stride_problem`): rocMLIR gives
+* strides (``!migraphx.shaped`` only), rocMLIR's rules (:func:`.convert_rules.stride_problem`): rocMLIR gives
   the strides of a value inside a func no meaning, and lays the func's arguments and results out in memory
   (``asMemoryLayoutTensor``; :func:`~pytest_mlirtrace.ir.shape.layout_problem`).  So any strides it can
   lay out are taken -- permuted (a convolution writing NHWC), padded rows, broadcast views -- and kept in
@@ -66,19 +66,20 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 from pytest_mlirtrace.ir.dtypes import BY_TYPE_ID
 from pytest_mlirtrace.ir.module import Instruction, IRError, Module
 from pytest_mlirtrace.ir.ops import BINARY_OPS, COMPARE_OPS, RULES
 from pytest_mlirtrace.ir.shape import Shape
 
-from . import fast, split
+from . import fast_parse, split
+from .convert_rules import ATTR_ORDER, MLIR_ONLY_ATTRS, boundary_problem, implied_attrs, stride_problem
 from .dialect import MIGraphXOp, ShapedType, TrackingParser, UnknownCustomOp, make_context
 from .errors import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, line_col
 from .funcattrs import FuncAttrs
 from .literals import RawAttr, storage_from_values
-from .rules import ATTR_ORDER, MLIR_ONLY_ATTRS, boundary_problem, implied_attrs, stride_problem
 from .strings import symbol_ref
 from .types import TypeProblem, attr_text, dtype_of, same_dtype, shape_of
 
@@ -137,7 +138,7 @@ class ParsedFunc:
                 + (f": {self.reason}" if self.reason else ""))
 
 
-FAST = True        # read the common form with :mod:`.fast` (tests switch it off to compare both paths)
+FAST = True        # read the common form with :mod:`.fast_parse` (tests switch it off to compare both paths)
 _CTX = None
 
 
@@ -187,8 +188,6 @@ def _xdsl_parse(text: str, source: str) -> tuple[ModuleOp, TrackingParser]:
     except (ParseError, UnknownCustomOp):
         raise
     except Exception as e:          # xDSL asserts on some malformed input; report it where it stopped
-        from xdsl.utils.lexer import Span
-
         pos = p.pos
         msg = str(e).split("\n")[0]
         if isinstance(e, AssertionError) and msg.startswith("Unexpected token"):
@@ -290,7 +289,7 @@ def _parse_func(text: str, span: split.FuncSpan, source: str, param_names: list[
     pf = ParsedFunc(span.name, line, col, source, private=span.private, declaration=not span.has_body,
                     text=text[span.start:span.end])
     if FAST and span.has_body and (not alias_defs or (alias_uses is not None and not alias_uses.search(
-            text, span.start, span.end))) and fast.parse_func(pf, text, span.start, span.end, param_names):
+            text, span.start, span.end))) and fast_parse.parse_func(pf, text, span.start, span.end, param_names):
         pf._lazy = True
         return pf
     one, off = _func_input(text, span, alias_defs)
@@ -387,7 +386,7 @@ class _Converter:
         self.syntaxes.add(syntax)
         return s
 
-    def arg_where(self, i: int, name: str) -> str:
+    def arg_where(self, name: str) -> str:
         start = self.text.find("%" + name, self.text.find("(", self.positions.get(id(self.fn), 0)))
         pos = start if start >= 0 else self.positions.get(id(self.fn), 0)
         line, col = line_col(self.text, pos)
@@ -459,11 +458,11 @@ class _Converter:
             try:
                 s, syntax = shape_of(a.type)
             except TypeProblem as e:
-                self.unsupported(f"argument %{self.pf.arg_names[i]} at {self.arg_where(i, self.pf.arg_names[i])}: {e}")
+                self.unsupported(f"argument %{self.pf.arg_names[i]} at {self.arg_where(self.pf.arg_names[i])}: {e}")
             self.syntaxes.add(syntax)
             why = boundary_problem(s, "argument")
             if why is not None:
-                self.invalid(f"argument %{self.pf.arg_names[i]} at {self.arg_where(i, self.pf.arg_names[i])}: {why}")
+                self.invalid(f"argument %{self.pf.arg_names[i]} at {self.arg_where(self.pf.arg_names[i])}: {why}")
             self.m.add_param(pnames[i], s.dtype, s.lens, s.strides)
             self.names[id(a)] = pnames[i]
         returned = False
@@ -532,8 +531,6 @@ class _Converter:
         self._literal(op, op.attributes["value"], op.results[0].type)
 
     def _migraphx(self, op: MIGraphXOp) -> None:
-        from xdsl.utils.exceptions import VerifyException
-
         where = self.where(op)
         if op.properties:           # the generic form of newer MLIR prints inherent attributes as <{..}> properties
             op.attributes.update(op.properties)
@@ -599,7 +596,7 @@ class _Converter:
         for i in inputs:
             s = self.m.get(i).shape
             if s.lens != lens and len(s.lens) <= len(lens) and all(
-                    n in (1, m) for n, m in zip(s.lens, lens[len(lens) - len(s.lens):])):
+                    n in (1, m) for n, m in zip(s.lens, lens[len(lens) - len(s.lens):], strict=False)):
                 i = self.m.add("multibroadcast", i, name=f"@{len(self.m.instructions)}", out_lens=list(lens))
             elif len(s.lens) == 1 and len(lens) >= 3 and s.lens[0] == lens[1] != lens[-1]:
                 i = self.m.add("broadcast", i, name=f"@{len(self.m.instructions)}", axis=1, out_lens=list(lens))
@@ -621,7 +618,7 @@ class _Converter:
         if isinstance(op.results[0].type, TensorType):
             ins.shape = Shape(rule.dtype, rule.lens, rule.strides)
             return
-        why = stride_problem(ins, printed, rule, in_shapes)
+        why = stride_problem(ins, printed, rule)
         if why is not None:
             self.invalid(f"{op.name} at {where}: result {why}")
         ins.shape = Shape(rule.dtype, rule.lens, printed.strides)

@@ -30,7 +30,8 @@ _ALIAS = re.compile(r"^[ \t]*[#!][\w.$-]+[ \t]*=.*$", re.M)
 # a string literal (escapes as MLIR's lexer takes them, never across a line), a comment
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 # at the top level: what func.func may hide in (strings, comments) and func.func itself
-_TOP = re.compile(r'"|//|(?<![\w.$])(?:func\.func\b|builtin\.func\b|func(?=[ \t]+(?:(?:private|public|nested)[ \t]+)?@))')
+_TOP = re.compile(r'"|//|(?<![\w.$])(?:func\.func\b|builtin\.func\b'
+                  r'|func(?=[ \t]+(?:(?:private|public|nested)[ \t]+)?@))')
 # a func in MLIR's generic form: "func.func"() ({ ^bb0(...): ... }) {sym_name = "f", ...} : () -> ()
 _GENERIC_FUNC = re.compile(r'"(?:func\.func|builtin\.func)"')
 # Inside brackets: the characters that matter one by one (quotes, comments, brackets, '->'), after a run

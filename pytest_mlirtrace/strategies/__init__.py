@@ -7,8 +7,9 @@
 - :func:`fused_cases` draws ``(module, solution, seed)`` triples;
 - :mod:`pytest_mlirtrace.fuzz` runs them against the pipeline under a time budget (``mlirtrace fuzz``).
 """
-from .graphs import (ALL_KINDS, CONV_FIELDS, FLOAT_OPS, INT_OPS, VIEW_RECIPES, build_module, conv_shape,
-                     fused_graphs, graph_kind)
+from .conv_graphs import CONV_FIELDS, conv_shape
+from .graph_builder import ALL_KINDS, FLOAT_OPS, INT_OPS, VIEW_RECIPES
+from .graphs import build_module, fused_graphs, graph_kind
 from .solutions import KERNEL_KIND, SUPPORTED_KINDS, edge_solutions, fused_cases, solution_list, solutions
 
 __all__ = ["fused_graphs", "graph_kind", "build_module", "conv_shape", "solutions", "solution_list", "edge_solutions",

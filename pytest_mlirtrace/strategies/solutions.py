@@ -21,11 +21,14 @@ Edge cases (each kept only when applicable on the limits):
 """
 from __future__ import annotations
 
-from hypothesis import reject, strategies as st
+from hypothesis import reject
+from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from .. import codegen
-from .graphs import ALL_KINDS, fused_graphs
+from ..vocab import format_perf_config
+from .graph_builder import ALL_KINDS
+from .graphs import fused_graphs
 
 
 def _check_problem(problem) -> None:
@@ -63,7 +66,7 @@ def _max_wg(limits) -> int:
     return int(getattr(limits, "max_work_group_size", 0) or codegen.DEFAULT_LIMITS.max_work_group_size)
 
 
-def _gemm_edges(p, limits) -> list[str]:
+def _gemm_edges(p, _limits) -> list[str]:
     vw = _widest_vector(p.n)
     out = ["1,1,1,1,1,1,0,1", "1,1,4,1,1,1,0,4", "1,1,1,1,1,1,1,1", f"1,{vw},1,1,{vw},{vw},0,1",
            # small local-memory tiles with several work-items per group (barriers matter)
@@ -88,7 +91,7 @@ def _pointwise_edges(p, limits) -> list[str]:
             f"{min(mw, max(1, big))},{min(big, 64)},1"]
 
 
-def _reduce_edges(p, limits) -> list[str]:
+def _reduce_edges(p, _limits) -> list[str]:
     vw = _widest_vector(p.reduce_len)
     tpg = min(256, 2 * _pow2_at_least(p.reduce_len))
     gpb = min(64, 2 * _pow2_at_least(p.outer))
@@ -206,7 +209,9 @@ def odd_perf_config(kind: str, base, changes, form: int, extra: int) -> str:
     if kind == "gemm":
         vals[6] = vals[6] % 2             # LocalTiles: 0 or 1 (other values: refused, tried by unit tests)
     vals = vals + [vals[-1]] if extra > 0 else vals[:-1] if extra < 0 else vals
-    return ODD_FORMS[form % len(ODD_FORMS)] + ",".join(map(str, vals))
+    # the fields through vocab's writer; the version prefix put before them as is: an odd config may have more
+    # fields than its version allows, which format_perf_config(vals, version) refuses
+    return ODD_FORMS[form % len(ODD_FORMS)] + format_perf_config(vals)
 
 
 def fused_cases(kinds=SUPPORTED_KINDS, dtypes=("f32", "f16"), max_rank: int = 4, max_dim: int = 64,

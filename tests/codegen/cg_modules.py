@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from pytest_mlirtrace.ir.examples import seed_module
 from pytest_mlirtrace.ir import Module, parse_module
+from pytest_mlirtrace.ir.examples import seed_module
 
 HERE = os.path.dirname(__file__)
 
@@ -20,7 +20,7 @@ mlir_main:pointwise4:@7 = contiguous(mlir_main:pointwise4:@2) -> half_type, {1, 
 mlir_main:pointwise4:@8 = dot(mlir_main:pointwise4:@6,mlir_main:pointwise4:@7) -> half_type, {1, 384, 768}, {294912, 768, 1}, target_id=0
 mlir_main:pointwise4:@9 = add(mlir_main:pointwise4:@8,mlir_main:pointwise4:x1) -> half_type, {1, 384, 768}, {294912, 768, 1}, target_id=0
 mlir_main:pointwise4:@10 = @return(mlir_main:pointwise4:@9), target_id=0
-"""
+"""  # noqa: E501 (verbatim MIGraphX / MLIR text)
 
 
 def seed(dt: str = "f16", heads: int = 12, m: int = 384, hd: int = 64, n: int | None = None) -> Module:

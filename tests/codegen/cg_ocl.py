@@ -12,6 +12,8 @@ import os
 import numpy as np
 import pytest
 
+from pytest_mlirtrace.vocab import Status
+
 TIMEOUT_S = 120.0   # per phase (build, run): the machine is shared and the full-size seed is big
 
 _CL_SCALARS = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64, "float": np.float32,
@@ -58,11 +60,11 @@ def run(spec, inputs: dict, repeats: int = 0):
     from pytest_mlirtrace.codegen import unpack_outputs
     j = job(spec, inputs)
     res = pool().run(j, warmup=1 if repeats else 0, repeats=max(1, repeats), timeout_s=TIMEOUT_S)
-    if res.status != "ok":
+    if res.status != Status.OK:
         where = "" if j.label in res.first_line else f"{j.describe()}: "   # crash/hang errors name it already
         pytest.fail(f"{where}{res.status}: {res.first_line}", pytrace=False)
     # the pool returns the OutBufs (outputs and scratch) in argument order
-    outs = [o for a, o in zip([a for a in spec.args if a.kind in ("output", "scratch")], res.outputs)
+    outs = [o for a, o in zip([a for a in spec.args if a.kind in ("output", "scratch")], res.outputs, strict=False)
             if a.kind == "output"]
     times = [t * 1e-3 for t in res.times_ms] if repeats else []
     return unpack_outputs(spec, outs), times

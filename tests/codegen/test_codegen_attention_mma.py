@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from . import cg_ocl as ocl
 from pytest_mlirtrace import mlir
 from pytest_mlirtrace.codegen import NotApplicable, Solution, lower, problem_of, quick_list, space
 from pytest_mlirtrace.codegen.mma import EMULATED
@@ -23,6 +22,7 @@ from pytest_mlirtrace.ir import compare, evaluate, random_inputs
 from pytest_mlirtrace.trace import load_module
 
 from ..corpus import ROCMLIR
+from . import cg_ocl as ocl
 
 pytestmark = pytest.mark.usefixtures("cl_pool")
 DATA = Path(__file__).resolve().parents[1] / "data" / "attention"
@@ -53,7 +53,7 @@ def check_all(m, spec, seed: int):
     inputs = random_inputs(m, seed=seed)
     want = evaluate(m, inputs)
     got, _ = ocl.run(spec, inputs)
-    for j, (g, w) in enumerate(zip(got, want)):
+    for j, (g, w) in enumerate(zip(got, want, strict=False)):
         bad = compare(g, w, m.get(m.returns()[j]).shape.dtype, reduction=max(spec.problem.k, spec.problem.n))
         if bad is not None:
             return f"output {j}: {bad}"

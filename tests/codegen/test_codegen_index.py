@@ -8,7 +8,7 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 from pytest_mlirtrace.codegen import expr as E
-from pytest_mlirtrace.codegen.graph import Builder, index_vars
+from pytest_mlirtrace.codegen.element_dag import Builder, index_vars
 from pytest_mlirtrace.ir import Module
 
 
@@ -66,7 +66,7 @@ def _numpy_offsets(module: Module, name: str) -> np.ndarray:
             env[ins.name] = np.broadcast_to(x, ins.shape.lens)
         elif ins.op == "slice":
             sl = [slice(None)] * x.ndim
-            for ax, s, e in zip(a["axes"], a["starts"], a["ends"]):
+            for ax, s, e in zip(a["axes"], a["starts"], a["ends"], strict=False):
                 sl[ax] = slice(s, e)
             env[ins.name] = x[tuple(sl)]
     return env[name]
@@ -103,12 +103,12 @@ def test_folded_views_match_numpy(lens, strides, chain):
 
 def test_random_view_chains_match_numpy():
     rng = np.random.default_rng(3)
-    for trial in range(40):
+    for _trial in range(40):
         rank = int(rng.integers(2, 4))
         lens = [int(rng.integers(1, 5)) for _ in range(rank)]
         m = Module()
         cur = m.add_param("x", "f32", lens)
-        for step in range(int(rng.integers(1, 5))):
+        for _step in range(int(rng.integers(1, 5))):
             sh = m.get(cur).shape
             choice = rng.integers(0, 4)
             if choice == 0:

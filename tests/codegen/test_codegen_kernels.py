@@ -8,10 +8,20 @@ import sys
 import numpy as np
 import pytest
 
-from . import cg_ocl as ocl
-from .cg_modules import (gemm, gemm_tangled, pointwise_int, pointwise_mod, pointwise_reshape, reduce_mod, seed, softmax_mod)
 from pytest_mlirtrace.codegen import default_solution, lower, problem_of
 from pytest_mlirtrace.ir import Module
+
+from . import cg_ocl as ocl
+from .cg_modules import (
+    gemm,
+    gemm_tangled,
+    pointwise_int,
+    pointwise_mod,
+    pointwise_reshape,
+    reduce_mod,
+    seed,
+    softmax_mod,
+)
 
 pytestmark = pytest.mark.usefixtures("cl_pool")
 
@@ -78,7 +88,7 @@ GEMM_CASES = [
 
 
 @pytest.mark.parametrize("name,make,solutions", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
-def test_gemm_matches_oracle(name, make, solutions):
+def test_gemm_matches_oracle(name, make, solutions):  # noqa: ARG001 (name: the parametrize id)
     m = make()
     for s in solutions:
         assert_matches(m, s)
@@ -106,7 +116,7 @@ POINTWISE_CASES = [
 
 
 @pytest.mark.parametrize("name,make,solutions", POINTWISE_CASES, ids=[c[0] for c in POINTWISE_CASES])
-def test_pointwise_matches_oracle(name, make, solutions):
+def test_pointwise_matches_oracle(name, make, solutions):  # noqa: ARG001 (name: the parametrize id)
     m = make()
     for s in solutions:
         assert_matches(m, s)
@@ -134,7 +144,7 @@ REDUCE_CASES = [
 
 
 @pytest.mark.parametrize("name,make,solutions", REDUCE_CASES, ids=[c[0] for c in REDUCE_CASES])
-def test_reduce_and_softmax_match_oracle(name, make, solutions):
+def test_reduce_and_softmax_match_oracle(name, make, solutions):  # noqa: ARG001 (name: the parametrize id)
     m = make()
     for s in solutions:
         assert_matches(m, s)

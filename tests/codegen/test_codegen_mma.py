@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from . import cg_ocl as ocl
-from .cg_modules import gemm, seed
 from pytest_mlirtrace.codegen import lower, problem_of
 from pytest_mlirtrace.codegen.mma import EMULATED, tile_index
+
+from . import cg_ocl as ocl
+from .cg_modules import gemm, seed
 
 pytestmark = pytest.mark.usefixtures("cl_pool")
 CONV = Path(__file__).resolve().parents[1] / "data" / "conv"
@@ -57,7 +58,7 @@ RUNS = [pytest.param(name, make, sols[:1], id=name) for name, make, sols in CASE
 
 
 @pytest.mark.parametrize("name,make,solutions", RUNS)
-def test_tensor_core_kernels_match_the_oracle(name, make, solutions):
+def test_tensor_core_kernels_match_the_oracle(name, make, solutions):  # noqa: ARG001 (name: the parametrize id)
     m = make()
     for s in solutions:
         spec = lower(m, s, mma_limits())
@@ -149,7 +150,9 @@ def test_narrow_accumulator_is_not_planted_where_the_hardware_accumulates():
 def test_random_gemms_on_random_tensor_core_solutions_match_the_oracle():
     """Hypothesis draws the problem (sizes from 1 on, both 16-bit types, stored transposed or not, batched,
     an epilogue) and one of the space's tensor-core solutions for it; every draw must match the oracle."""
-    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
     from pytest_mlirtrace.codegen import space
 
     lim = mma_limits()

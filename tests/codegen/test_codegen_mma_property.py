@@ -10,13 +10,16 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from . import cg_ocl as ocl
 from pytest_mlirtrace import codegen
 from pytest_mlirtrace.codegen.mma import EMULATED
 from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
 from pytest_mlirtrace.strategies import fused_graphs
+from pytest_mlirtrace.vocab import Status
+
+from . import cg_ocl as ocl
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cl_pool")]
 
@@ -58,7 +61,7 @@ def _check(module, sol, seed):
     except codegen.NotApplicable:
         return          # refused at lowering with a reason (an operand layout the tiles cannot stage)
     res = Pipeline(emulated_limits(), database=MemoryDatabase(), inject="").run(module, solution=str(sol), seed=seed)
-    assert res.status == "ok", f"{codegen.problem_of(module).key()} solution {sol}: {res.detail}\n{module}"
+    assert res.status == Status.OK, f"{codegen.problem_of(module).key()} solution {sol}: {res.detail}\n{module}"
 
 
 @SETTINGS

@@ -9,13 +9,13 @@ import zlib
 import numpy as np
 import pytest
 
-from . import cg_ocl as ocl
 from pytest_mlirtrace.codegen import default_solution, lower, problem_of
 from pytest_mlirtrace.ir import Module, compare, evaluate, result_precisions, tolerance
 from pytest_mlirtrace.ir.dtypes import from_compute
 from pytest_mlirtrace.mlir import parse_mlir_module
 
 from ..corpus import ROCMLIR
+from . import cg_ocl as ocl
 
 pytestmark = pytest.mark.usefixtures("cl_pool")
 
@@ -49,7 +49,7 @@ def check(m: Module, solutions=None, seed: int = 0, special: dict | None = None)
     for sol in solutions or [default_solution(p, limits)]:
         spec = lower(m, sol, limits)
         got, _ = ocl.run(spec, inputs)
-        for g, w, name, prec in zip(got, want, m.returns(), result_precisions(m)):
+        for g, w, name, prec in zip(got, want, m.returns(), result_precisions(m), strict=False):
             dt = m.get(name).shape.dtype
             bad = compare(g, w, dt, reduction=red, tolerances=tolerance(prec, red))
             assert bad is None, f"{p.key()} solution {sol}, output {name}: {bad}"

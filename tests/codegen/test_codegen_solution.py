@@ -4,12 +4,29 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .cg_modules import gemm, pointwise_mod, reduce_mod, seed, softmax_mod
-from pytest_mlirtrace.codegen import (FAULTS, FIELDS, DeviceLimits, FaultError, NotApplicable,
-                                      NotSupported, Solution, SolutionError, check_applicable, default_solution,
-                                      lower, pack_inputs, problem_of, quick_list, space, unpack_outputs)
-_GEMM_FAULTS = ("k_tail_off_by_one", "missing_barrier", "oob_write_n_edge", "infinite_loop", "wrong_transpose_stride")
+from pytest_mlirtrace.codegen import (
+    FAULTS,
+    FIELDS,
+    DeviceLimits,
+    FaultError,
+    NotApplicable,
+    NotSupported,
+    Solution,
+    SolutionError,
+    check_applicable,
+    default_solution,
+    lower,
+    pack_inputs,
+    problem_of,
+    quick_list,
+    space,
+    unpack_outputs,
+)
 from pytest_mlirtrace.ir import Module, random_inputs
+
+from .cg_modules import gemm, pointwise_mod, reduce_mod, seed, softmax_mod
+
+_GEMM_FAULTS = ("k_tail_off_by_one", "missing_barrier", "oob_write_n_edge", "infinite_loop", "wrong_transpose_stride")
 
 SEED_KEY = "-t f16 -out_datatype f16 -transA false -transB false -g 1 -m 384 -n 768 -k 768"
 GPU = DeviceLimits.nvidia_gpu()
@@ -215,9 +232,9 @@ def test_vector_accesses_go_through_one_base_pointer():
     from pytest_mlirtrace.codegen import expr as E
     from pytest_mlirtrace.codegen.kernel import lanes_of
     n = E.var("n", 768)
-    affine = lanes_of(E.var("m", 4) * 768 + n, lambda l: ({"n": E.var("c", 768) + l}, {"c": "c0"}), 4)
-    assert [affine.at("p", l) for l in range(2)] == ["(p + (c0 + 768*m))[0]", "(p + (c0 + 768*m))[1]"]
-    split = lanes_of(E.fdiv(n, 2) + E.fmod(n, 2) * 5, lambda l: ({"n": E.var("c", 768) + l}, {"c": "c0"}), 2)
+    affine = lanes_of(E.var("m", 4) * 768 + n, lambda ln: ({"n": E.var("c", 768) + ln}, {"c": "c0"}), 4)
+    assert [affine.at("p", ln) for ln in range(2)] == ["(p + (c0 + 768*m))[0]", "(p + (c0 + 768*m))[1]"]
+    split = lanes_of(E.fdiv(n, 2) + E.fmod(n, 2) * 5, lambda ln: ({"n": E.var("c", 768) + ln}, {"c": "c0"}), 2)
     assert isinstance(split, list) and len(split) == 2
     src = lower(gemm(64, 64, 64), "8,32,8,8,32,16,0,4").source
     assert "(p1 + (b1_0 + 64*k))[15]" in src
@@ -273,6 +290,7 @@ def test_matrix_core_solutions_apply_only_with_mma_and_16_bit_operands():
 
 def test_the_inline_ptx_is_in_one_module_and_only_in_tensor_core_kernels():
     from pathlib import Path
+
     import pytest_mlirtrace
     root = Path(pytest_mlirtrace.__file__).parent
     holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "asm volatile" in p.read_text())

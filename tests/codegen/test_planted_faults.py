@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_mlirtrace import mlir
-from pytest_mlirtrace.codegen import SolutionError, Solution, default_solution, lower, problem_of
+from pytest_mlirtrace.codegen import Solution, SolutionError, default_solution, lower, problem_of
 
 from .cg_modules import gemm, pointwise_mod, softmax_mod
 
@@ -53,7 +53,7 @@ TRANSPOSE = """func.func @mlir_transpose(%arg0: !migraphx.shaped<2x3x3xf32, 9x3x
   %0 = migraphx.transpose %arg0 {permutation = [1, 2, 0]} : <2x3x3xf32, 9x3x1> -> <3x3x2xf32, 6x2x1>
   return %0 : !migraphx.shaped<3x3x2xf32, 6x2x1>
 }
-"""
+"""  # noqa: E501 (verbatim MIGraphX / MLIR text)
 
 
 def test_parse_transpose_inverse_reads_the_inverse_permutation(monkeypatch):

@@ -84,8 +84,9 @@ def direct(x, w, pad_begin, stride, dilation, group, out_sp):
             acc = 0.0
             for ci in range(cg):
                 for p in itertools.product(*[range(s) for s in w.shape[2:]]):
-                    pos = [oi * si + pi * di - bi for oi, si, pi, di, bi in zip(o, stride, p, dilation, pad_begin)]
-                    if all(0 <= q < size for q, size in zip(pos, x.shape[2:])):
+                    pos = [oi * si + pi * di - bi
+                           for oi, si, pi, di, bi in zip(o, stride, p, dilation, pad_begin, strict=False)]
+                    if all(0 <= q < size for q, size in zip(pos, x.shape[2:], strict=False)):
                         acc += float(x[(n, g * cg + ci) + tuple(pos)]) * float(w[(k, ci) + p])
             out[(n, k) + o] = acc
     return out

@@ -23,7 +23,7 @@ def mod(*params):
 
 def run(op, arrays, dtypes, **attrs):
     m = Module()
-    names = [m.add_param(f"p{i}", dt, list(np.shape(a))) for i, (a, dt) in enumerate(zip(arrays, dtypes))]
+    names = [m.add_param(f"p{i}", dt, list(np.shape(a))) for i, (a, dt) in enumerate(zip(arrays, dtypes, strict=False))]
     out = m.add(op, *names, **attrs)
     m.add_return(out)
     return evaluate(m, {f"p{i}": a for i, a in enumerate(arrays)})[0], m.get(out).shape

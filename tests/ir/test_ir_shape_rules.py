@@ -1,8 +1,17 @@
 """Every op's shape rule: the shape it gives, and a clear error (naming the instruction) for bad input."""
 import pytest
 
-from pytest_mlirtrace.ir import (BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS, IRError, Module, Shape,
-                                 UnsupportedOp, standard_strides)
+from pytest_mlirtrace.ir import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    REDUCE_OPS,
+    UNARY_OPS,
+    IRError,
+    Module,
+    Shape,
+    UnsupportedOp,
+    standard_strides,
+)
 from pytest_mlirtrace.ir.ops import RULES
 
 

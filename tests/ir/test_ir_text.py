@@ -98,7 +98,8 @@ def test_compiled_program_dump_with_check_context_parses():
     ("x = @param:x -> float_type, {2}, {1}\nthis is not an instruction\n", 2, "expected '<name> = <op>...'"),
     ("x = @param:x -> float_type, {2}, {1}\nx = @param:x -> float_type, {2}, {1}\n", 2, "defined twice"),
     ("x = @param:x -> float_type, {2}\n", 1, "expected '<type>, {lens}, {strides}'"),
-    ("x = @param:x -> float_type, {2}, {1}\n@1 = add(x,x) -> float_type, {2}, {1} junk\n", 2, "lens and strides must be"),
+    ("x = @param:x -> float_type, {2}, {1}\n@1 = add(x,x) -> float_type, {2}, {1} junk\n", 2,
+     "lens and strides must be"),
     ("\n\n", 1, "no instructions found"),
 ])
 def test_bad_text_gives_line_number(text, line, msg):

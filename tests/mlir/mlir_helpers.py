@@ -1,13 +1,14 @@
 """Shared checks for the mlir tests."""
 import numpy as np
-from hypothesis import assume, strategies as st
+from hypothesis import assume
+from hypothesis import strategies as st
 
 from pytest_mlirtrace.ir import evaluate, random_inputs
 
 
 def inputs_for(parsed, original, inputs):
     """The original's inputs renamed to the parsed module's params (same position in params())."""
-    return {q.param: inputs[p.param] for p, q in zip(original.params(), parsed.params())}
+    return {q.param: inputs[p.param] for p, q in zip(original.params(), parsed.params(), strict=False)}
 
 
 def assert_same_outputs(original, parsed, seed=0):
@@ -16,7 +17,7 @@ def assert_same_outputs(original, parsed, seed=0):
     a = evaluate(original, ins)
     b = evaluate(parsed, inputs_for(parsed, original, ins))
     assert len(a) == len(b)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         assert x.shape == y.shape
         if x.dtype == np.bool_ or y.dtype == np.bool_:
             x, y = x.astype(np.int8), y.astype(np.int8)
@@ -81,7 +82,7 @@ def odd_modules(draw, max_dim: int = 6, max_elements: int = 128):
                         max_size=len(params), unique=True))
     taken = {i.name for i in m.instructions if i.op != "@param"}
     assume(not taken & set(new) and all(":" not in n for n in new))   # "a:b" names read as a module prefix
-    m = renamed(m, {p.name: n for p, n in zip(params, new)})
+    m = renamed(m, {p.name: n for p, n in zip(params, new, strict=False)})
     m.verify()
     return m
 
@@ -96,7 +97,8 @@ def many_funcs(n: int | None = None, mib: float | None = None, seed: int = 12) -
     import random
 
     from pytest_mlirtrace.mlir import FuncAttrs, emit_func
-    from pytest_mlirtrace.strategies.graphs import ALL_KINDS, FLOAT_OPS, VIEW_RECIPES, Plan, Step, build_module
+    from pytest_mlirtrace.strategies.graph_builder import ALL_KINDS, FLOAT_OPS, VIEW_RECIPES, Plan, Step
+    from pytest_mlirtrace.strategies.graphs import build_module
 
     rng = random.Random(seed)
     parts, names, size = [], [], 0

@@ -18,6 +18,7 @@ from pytest_mlirtrace.ir.dtypes import BY_NAME, from_compute, narrow_encode, to_
 from pytest_mlirtrace.ir.reference import unpack
 from pytest_mlirtrace.mlir import emit_func, normalise_mlir, parse_mlir
 from pytest_mlirtrace.mlir.equiv import module_difference
+from pytest_mlirtrace.vocab import Status
 from pytest_mlirtrace.vocab.problem_key import format_problem_key, parse_problem_key
 from tests.corpus import MISSING, ROCMLIR
 
@@ -84,8 +85,8 @@ def test_quantize_func_parses_round_trips_and_runs(file, name, device, tmp_path)
     inputs = inputs_for(m, 11)
     refs = evaluate(m, inputs)
     res = Pipeline(device, database=TuningDatabase(tmp_path / "t.json"), inject="").run(m, inputs=inputs)
-    assert res.status == "ok", res.detail
-    for got, ref in zip(res.outputs, refs):
+    assert res.status == Status.OK, res.detail
+    for got, ref in zip(res.outputs, refs, strict=False):
         got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
         assert got.shape == ref.shape
         if m.get(m.returns()[0]).shape.dtype.is_float:
@@ -210,7 +211,7 @@ def test_kernel_decodes_every_code(name, device, tmp_path):
     m.add_return(m.add("convert", "x", target_type=BY_NAME["f32"].type_id))
     codes = np.arange(n, dtype=np.uint8)
     res = Pipeline(device, database=TuningDatabase(tmp_path / "t.json"), inject="").run(m, inputs={"x": codes})
-    assert res.status == "ok", res.detail
+    assert res.status == Status.OK, res.detail
     want = to_compute(codes, BY_NAME[name]).astype(np.float32)
     np.testing.assert_array_equal(np.asarray(res.outputs[0]), want)
 
@@ -224,6 +225,6 @@ def test_kernel_rounds_to_e8m0_by_its_exponent(device, tmp_path):
     m.add_return(m.add("convert", e8, target_type=BY_NAME["f32"].type_id))
     x = np.array([1.6, 0.3, -4.0, 1.0, 3.0e38, 1e-30, 7.99, 0.75, -0.001, 2.0 ** -126, 1e5, 0.5], np.float32)
     res = Pipeline(device, database=TuningDatabase(tmp_path / "t.json"), inject="").run(m, inputs={"x": x})
-    assert res.status == "ok", res.detail
+    assert res.status == Status.OK, res.detail
     want = [1.0, 0.25, 4.0, 1.0, 2.0 ** 127, 2.0 ** -100, 4.0, 0.5, 2.0 ** -10, 2.0 ** -126, 65536.0, 0.5]
     np.testing.assert_array_equal(np.asarray(res.outputs[0], np.float64), want)

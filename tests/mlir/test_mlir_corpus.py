@@ -10,11 +10,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from .mlir_helpers import macs
 
 from pytest_mlirtrace.ir import evaluate, random_inputs
 from pytest_mlirtrace.mlir import MLIRParseError, emit_func, normalise_mlir, parse_mlir
+from pytest_mlirtrace.vocab import Status
 from tests.corpus import MISSING, ROCMLIR, TRACES
+
+from .mlir_helpers import macs
 
 CORPUS = ROCMLIR
 FILES = sorted(CORPUS.glob("*.mlir")) if CORPUS.is_dir() else []
@@ -201,6 +203,6 @@ def test_every_corpus_func_runs_and_matches_the_oracle(path):
             if "the module computes nothing" not in str(e):
                 bad.append(f"{f.name}: not supported: {e}")
             continue
-        if res.status != "ok":
+        if res.status != Status.OK:
             bad.append(f"{f.name}: {res.status}: {res.detail}")
     assert not bad, "\n".join(bad)

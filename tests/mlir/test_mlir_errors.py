@@ -3,8 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.mlir import (MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, parse_mlir,
-                                   parse_mlir_module)
+from pytest_mlirtrace.mlir import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, parse_mlir, parse_mlir_module
 
 SEED = (Path(__file__).resolve().parents[1] / "data" / "seed_module.mlir").read_text()
 # other funcs before the faulty one: each func is parsed on its own, its positions shifted back (the small
@@ -28,7 +27,8 @@ CASES = [
     ("undefined value", SEED.replace("migraphx.add(%3, %arg0)", "migraphx.add(%9, %arg0)"),
      "%9, %arg0", 0, "value %9 is used but never defined"),
     ("operand type differs from its definition",
-     SEED.replace("migraphx.add(%3, %arg0) : (tensor<1x384x768xf16>", "migraphx.add(%3, %arg0) : (tensor<1x384x768xf32>"),
+     SEED.replace("migraphx.add(%3, %arg0) : (tensor<1x384x768xf16>",
+                  "migraphx.add(%3, %arg0) : (tensor<1x384x768xf32>"),
      "%3, %arg0) : (tensor<1x384x768xf32>", 0, "operand is used with type tensor<1x384x768xf32>"),
     ("shaped type without strides",
      "func.func @f(%a: !migraphx.shaped<2x3xf32>) -> !migraphx.shaped<2x3xf32, 3x1> {\n"
@@ -62,7 +62,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,text,needle,offset,msg", CASES, ids=[c[0] for c in CASES])
-def test_malformed_mlir_has_line_and_column(name, text, needle, offset, msg):
+def test_malformed_mlir_has_line_and_column(name, text, needle, offset, msg):  # noqa: ARG001 (name: the parametrize id)
     with pytest.raises(MLIRParseError) as e:
         parse_mlir(text, "bad.mlir")
     err = e.value

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from filecheck.matcher import Matcher
 from filecheck.options import parse_argv_options
 
@@ -44,7 +43,7 @@ def test_seed_tensor_syntax(tmp_path):
 // CHECK-NEXT: %[[ADD:[0-9]+]] = migraphx.add(%[[DOT]], %arg0)
 // CHECK-NEXT: return %[[ADD]] : tensor<1x384x768xf16>
 // CHECK-NOT: contiguous
-""", tmp_path)
+""", tmp_path)  # noqa: E501 (verbatim MIGraphX / MLIR text)
 
 
 def test_seed_shaped_syntax(tmp_path):
@@ -57,7 +56,7 @@ def test_seed_shaped_syntax(tmp_path):
 // the reshape reads the transpose directly: its contiguous is gone
 // CHECK-NEXT: migraphx.reshape %1 {dims = [0, 0, 768]} : <1x384x12x64xf16, 294912x64x24576x1>
 // CHECK: migraphx.dot %{{[0-9]+}}, %{{[0-9]+}} : <1x384x768xf16, {{[0-9x]+}}>, <1x768x768xf16, 589824x768x1> -> <1x384x768xf16, 294912x768x1>
-""", tmp_path)
+""", tmp_path)  # noqa: E501 (verbatim MIGraphX / MLIR text)
 
 
 def test_ops_without_attributes_print_none_and_lists_are_plain(tmp_path):
@@ -104,7 +103,7 @@ def test_literal_and_multiple_results(tmp_path):
 // CHECK: %[[M:[0-9]+]] = migraphx.mul(%arg0, %[[K]])
 // CHECK: %[[A:[0-9]+]] = migraphx.add(%arg0, %[[K]])
 // CHECK: return %[[M]], %[[A]] : tensor<2x2xf32>, tensor<2x2xf32>
-""", tmp_path)
+""", tmp_path)  # noqa: E501 (verbatim MIGraphX / MLIR text)
 
 
 def test_filecheck_itself_catches_a_wrong_pattern(tmp_path):

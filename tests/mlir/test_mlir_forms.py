@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_mlirtrace.ir import evaluate, random_inputs
-from pytest_mlirtrace.logs.mlirscan import scan_mlir
+from pytest_mlirtrace.logs.mlir_scan import scan_mlir
 from pytest_mlirtrace.mlir import MLIRParseError, is_mlir, module_difference, parse_mlir
 
 T_A, T_B, T_C = "tensor<1x5x4xf32>", "tensor<1x4x3xf32>", "tensor<1x5x3xf32>"
@@ -51,7 +51,7 @@ FORMS = {
     return %1 : !migraphx.shaped<1x5x3xf32, 15x3x1>
   }
 }
-""",
+""",  # noqa: E501 (verbatim MIGraphX / MLIR text)
     "generic": f""""builtin.module"() ({{
   "func.func"() ({{
   ^bb0(%arg0: {T_A}, %arg1: {T_B}):
@@ -108,7 +108,8 @@ def test_every_form_is_recognised_as_mlir_and_scanned(name):
     sc = scan_mlir(text)
     assert [f.name for f in sc.funcs] == ["main"]
     f = sc.funcs[0]
-    assert [a.lens for a in f.args] == [(1, 5, 4), (1, 4, 3)] or [list(a.lens) for a in f.args] == [[1, 5, 4], [1, 4, 3]]
+    assert [a.lens for a in f.args] == [(1, 5, 4), (1, 4, 3)] \
+        or [list(a.lens) for a in f.args] == [[1, 5, 4], [1, 4, 3]]
     assert f.migraphx_ops() == ["dot", "softmax"]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_mlirtrace.ir import evaluate, random_inputs
 from pytest_mlirtrace.mlir import emit_func, module_difference, normalise_mlir, parse_mlir
+from pytest_mlirtrace.vocab import Status
 
 from .mlir_helpers import macs
 
@@ -115,8 +116,8 @@ def test_small_gathered_funcs_run_and_match_the_oracle(name, func, tol, device, 
         inputs = {k: (np.abs(v) + 0.5 if k == m.params()[0].param else v) for k, v in inputs.items()}
     refs = evaluate(m, inputs)
     res = Pipeline(device, database=TuningDatabase(tmp_path / "t.json"), inject="").run(m, inputs=inputs)
-    assert res.status == "ok", res.detail
-    for got, ref in zip(res.outputs, refs):
+    assert res.status == Status.OK, res.detail
+    for got, ref in zip(res.outputs, refs, strict=False):
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(ref, np.float64), rtol=tol, atol=tol)
 
 
@@ -138,4 +139,4 @@ def test_every_gathered_func_runs_and_matches_the_oracle(name, index, device):
 
     f = parse_mlir((DATA / "mlir" / name).read_text(encoding="utf-8"), name)[index]
     res = Pipeline(device, database=MemoryDatabase(), inject="", timeout_s=120).run(f.module, seed=5)
-    assert res.status == "ok", f"{f.name}: {res.status}: {res.detail}"
+    assert res.status == Status.OK, f"{f.name}: {res.status}: {res.detail}"

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.mlir import parse_mlir_module
+from pytest_mlirtrace.vocab import Status
 
 from ..sweeps import SWEEP, tune_part
 
@@ -80,7 +81,7 @@ def test_dot_with_strided_weight_matches_the_oracle_with_every_solution(kind, pa
     module, text = _module(DOT, STRIDES[kind])
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=23)
     _every, tr = tune_part(pipe, module, text, part)
-    bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != "ok"]
+    bad = [(r.solution, r.status, r.detail[:160]) for r in tr.rows if r.status != Status.OK]
     assert tr.rows and not bad, f"{len(bad)} of {len(tr.rows)} solutions failed: {bad[:4]}"
 
 
@@ -93,7 +94,7 @@ def test_pointwise_with_strided_argument_matches_the_oracle(kind, dt, device, tu
     inputs = ir.random_inputs(module, 31)
     [ref] = ir.evaluate(module, inputs)
     res = Pipeline(device, database=tuning_db, inject="").run(module, mlir_text=text, inputs=inputs)
-    assert res.status == "ok", res.detail
+    assert res.status == Status.OK, res.detail
     tol = dict(f32=1e-5, f16=2e-3)[dt]
     np.testing.assert_allclose(np.asarray(res.outputs[0], np.float64), np.asarray(ref, np.float64),
                                rtol=tol, atol=tol)

@@ -10,7 +10,7 @@ from pytest_mlirtrace.mlir import emit_mlir, normalise_mlir, parse_mlir, parse_m
 from pytest_mlirtrace.mlir import parse as parse_mod
 from pytest_mlirtrace.mlir.emit import param_names
 
-from .test_mlir_fast import module_difference_strict
+from .test_mlir_fast_parse import module_difference_strict
 
 
 def quant_module(ft: str = "f32", zt: str = "i8") -> Module:
@@ -91,7 +91,7 @@ func.func @q(%x: !migraphx.shaped<1x4x2x2xf32, 16x4x2x1>, %s: !migraphx.shaped<1
   %6 = migraphx.quantizelinear %5, %1, %2 : <1x4x2x2xf32, 16x4x2x1>, <1x4x2x2xf32, 4x1x0x0>, !migraphx.shaped<1x4x2x2xsi8, 0x0x0x0> -> <1x4x2x2xsi8, 16x4x2x1>
   return %6 : !migraphx.shaped<1x4x2x2xsi8, 16x4x2x1>
 }
-"""
+"""  # noqa: E501 (verbatim MIGraphX / MLIR text)
 
 
 def test_rocmlir_spellings_parse():
@@ -123,7 +123,8 @@ def test_quantizelinear_without_zero_point_keeps_its_printed_type():
 
 @pytest.mark.parametrize("body,reason", [
     ("%0 = migraphx.quantizelinear %x : <4xf32, 1> -> <4xsi8, 1>",
-     "migraphx.quantizelinear at 2:3: @1 = quantizelinear: takes 2 inputs (x, scale) or 3 (x, scale, zero point), got 1"),
+     "migraphx.quantizelinear at 2:3: @1 = quantizelinear: takes 2 inputs (x, scale) or 3 (x, scale, zero point), "
+     "got 1"),
     ("%0 = migraphx.quantizelinear %x, %x, %x : <4xf32, 1>, <4xf32, 1>, <4xf32, 1> -> <4xsi8, 1>",
      "migraphx.quantizelinear at 2:3: @1 = quantizelinear: zero point must be an integer type, got float_type"),
     ("%0 = migraphx.quantizelinear %x, %x : <4xf32, 1>, <4xf32, 1> -> <4xf32, 1>",
@@ -137,7 +138,8 @@ def test_quantizelinear_without_zero_point_keeps_its_printed_type():
      "migraphx.greater_or_equal at 2:3: result type f16 but the shape rule gives i1"),
 ])
 def test_broken_programs_get_clear_reasons(body, reason):
-    text = f"func.func @f(%x: !migraphx.shaped<4xf32, 1>) -> !migraphx.shaped<4xf32, 1> {{\n  {body}\n  return %x : !migraphx.shaped<4xf32, 1>\n}}\n"
+    text = (f"func.func @f(%x: !migraphx.shaped<4xf32, 1>) -> !migraphx.shaped<4xf32, 1> {{\n  {body}\n"
+            "  return %x : !migraphx.shaped<4xf32, 1>\n}\n")
     f = parse_mlir(text)[0]
     assert f.invalid is not None and reason in f.invalid, f.invalid
 
@@ -148,7 +150,7 @@ def test_comparison_result_may_print_its_input_type():
   %0 = migraphx.greater_or_equal %a, %b : <3xsi32, 1>, <3xsi32, 1> -> <3xsi32, 1>
   return %0 : !migraphx.shaped<3xsi32, 1>
 }
-"""
+"""  # noqa: E501 (verbatim MIGraphX / MLIR text)
     f = parse_mlir(text)[0]
     assert f.ok, f.reason
     assert f.module.get(f.module.returns()[0]).shape.dtype.name == "bool"

@@ -1,10 +1,11 @@
 """MIGraphX text <-> IR <-> MLIR for modules built with the IR builder, one per op family, both type syntaxes."""
 import numpy as np
 import pytest
-from .mlir_helpers import assert_same_outputs
 
 from pytest_mlirtrace.ir import BINARY_OPS, REDUCE_OPS, UNARY_OPS, Module, parse_module, print_module
 from pytest_mlirtrace.mlir import emit_mlir, module_difference, normalise_mlir, parse_mlir, parse_mlir_module
+
+from .mlir_helpers import assert_same_outputs
 
 
 def unary():

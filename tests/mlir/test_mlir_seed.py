@@ -9,11 +9,18 @@ import re
 from pathlib import Path
 
 import pytest
-from .mlir_helpers import assert_same_outputs
 
 from pytest_mlirtrace.ir import parse_module, print_module
-from pytest_mlirtrace.mlir import (emit_mlir, module_difference, normalise_mlir, param_names, parse_mlir,
-                                   parse_mlir_module)
+from pytest_mlirtrace.mlir import (
+    emit_mlir,
+    module_difference,
+    normalise_mlir,
+    param_names,
+    parse_mlir,
+    parse_mlir_module,
+)
+
+from .mlir_helpers import assert_same_outputs
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ARCH, NUM_CU = "gfx90a:sramecc+:xnack-", 110

@@ -21,7 +21,8 @@ def test_show_migraphx_text(capsys):
     rc, out, err = run(capsys, DATA / "seed_module.txt")
     assert rc == 0 and err == ""
     assert out.startswith("// ---- migraphx\n" + (DATA / "seed_module.txt").read_text())
-    assert "// ---- mlir (tensor)\nmodule {\n  func.func @mlir_transpose_reshape_dot_add(%arg0: tensor<1x384x768xf16>" in out
+    assert ("// ---- mlir (tensor)\nmodule {\n"
+            "  func.func @mlir_transpose_reshape_dot_add(%arg0: tensor<1x384x768xf16>") in out
     assert 'attributes {arch = "pocl-cpu", kernel = "mixr", num_cu = 1 : i64}' in out
 
 

@@ -17,6 +17,7 @@ import pytest
 from pytest_mlirtrace import mlir
 from pytest_mlirtrace.ir import evaluate, random_inputs
 from pytest_mlirtrace.mlir import parse_mlir, parse_mlir_module
+from pytest_mlirtrace.vocab import Status
 from tests.corpus import MISSING, ROCMLIR
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlir"
@@ -36,7 +37,8 @@ def _both(text: str):
 
 
 def test_rule_argument_strides_need_a_memory_layout():
-    text = ("func.func @f(%arg0: !migraphx.shaped<4x24x24xf16, 1152x48x2>) -> !migraphx.shaped<4x24x24xf16, 576x24x1> {\n"
+    text = ("func.func @f(%arg0: !migraphx.shaped<4x24x24xf16, 1152x48x2>) "
+            "-> !migraphx.shaped<4x24x24xf16, 576x24x1> {\n"
             "  %0 = migraphx.relu %arg0 : <4x24x24xf16, 1152x48x2> -> <4x24x24xf16, 576x24x1>\n"
             "  return %0 : !migraphx.shaped<4x24x24xf16, 576x24x1>\n}\n")
     [f] = _both(text)
@@ -178,6 +180,6 @@ def test_padded_output_layout_runs_and_matches_the_oracle(device, tmp_path):
     inputs = random_inputs(m, 17)
     [ref] = evaluate(m, inputs)
     res = Pipeline(device, database=TuningDatabase(tmp_path / "t.json"), inject="").run(m, inputs=inputs)
-    assert res.status == "ok", res.detail
+    assert res.status == Status.OK, res.detail
     np.testing.assert_allclose(np.asarray(res.outputs[0], np.float64), np.asarray(ref, np.float64),
                                rtol=2e-3, atol=2e-3)

@@ -6,7 +6,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory):
-    from pytest_mlirtrace import runtime, engine
+    from pytest_mlirtrace import engine, runtime
 
     try:
         device = runtime.resolve_device(None)

@@ -15,8 +15,8 @@ from hypothesis.errors import InvalidArgument
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.fuzz.coverage import Coverage, forms_of
-from pytest_mlirtrace.strategies import (edge_solutions, fused_cases, fused_graphs, solution_list, solutions)
-from pytest_mlirtrace.strategies.graphs import FORMS
+from pytest_mlirtrace.strategies import edge_solutions, fused_cases, fused_graphs, solution_list, solutions
+from pytest_mlirtrace.strategies.graph_builder import FORMS
 
 S = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SMALL = dict(dtypes=("f32", "f16", "bf16"), max_dim=8, max_elements=512, values="wide", long_reductions=True)
@@ -116,9 +116,10 @@ HAND = {
     "two outputs": lambda m: (lambda r: [m.add("add", r, m.add_param("p", "f32", [2, 4, 6])), r])(
         m.add("relu", _dot(m))),
     # a variance as mean(x^2) - mean(x)^2: two reductions sharing one kernel
-    "two reductions": lambda m: (lambda x: (lambda r1: [m.add("sub", m.add("reduce_mean", m.add("mul", x, x), axes=[1]),
-                                                              m.add("mul", r1, r1))])(m.add("reduce_mean", x, axes=[1])))(
-        m.add_param("x", "f32", [4, 6])),
+    "two reductions": lambda m: (lambda x: (lambda r1: [m.add("sub", m.add("reduce_mean", m.add("mul", x, x),
+                                                                           axes=[1]),
+                                                              m.add("mul", r1, r1))])(
+        m.add("reduce_mean", x, axes=[1])))(m.add_param("x", "f32", [4, 6])),
 }
 
 
@@ -149,7 +150,8 @@ def test_every_view_after_a_reduction_is_taken_by_the_code_generator(kind):
     softmax that it refused)."""
     import itertools
 
-    from pytest_mlirtrace.strategies.graphs import Plan, build_module
+    from pytest_mlirtrace.strategies.graph_builder import Plan
+    from pytest_mlirtrace.strategies.graphs import build_module
     refused = []
     for rank in (2, 3, 4):
         for dims in itertools.product((1, 2, 4), repeat=rank):
@@ -244,7 +246,7 @@ def test_bad_strategy_arguments_raise_invalid_argument_at_call_time():
 def test_bf16_literals_hold_their_values(pipeline):
     """A bf16 literal holds bits (the IR's convention, as parsed MLIR has them): the graphs' literals of -1, 3 and
     the guard's 1 in bf16 mean those values to the oracle and the kernel alike (they were read as bits: NaN, ~0)."""
-    from pytest_mlirtrace.strategies.graphs import GraphBuilder, Val
+    from pytest_mlirtrace.strategies.graph_builder import GraphBuilder, Val
 
     b = GraphBuilder(ops=("add", "max"), max_rank=2, max_elements=64)
     x = b.input("bf16", (4,))

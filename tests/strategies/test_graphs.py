@@ -121,7 +121,8 @@ def compute_ops(m: ir.Module) -> list[str]:
     return [o for o in m.ops() if o not in VIEWS]
 
 
-@pytest.mark.parametrize("op", ["add", "mul", "relu", "exp", "floor", "softmax", "reduce_max", "dot", "quant_dot", "sub"])
+@pytest.mark.parametrize("op", ["add", "mul", "relu", "exp", "floor", "softmax", "reduce_max", "dot", "quant_dot",
+                                "sub"])
 def test_a_failure_caused_by_one_op_shrinks_to_that_op(op):
     m = minimal_with(op)
     assert compute_ops(m) == [op], f"minimal example for {op}:\n{m}"

@@ -42,7 +42,7 @@ def test_gemm_edge_cases():
     assert any(x["MPerBlock"] == 1 and x["NPerBlock"] == 1 for x in f)            # smallest tile
     assert any(x["MPerBlock"] > p.m and x["NPerBlock"] > p.n for x in f)          # tiles bigger than the problem
     assert any(x["KPerBlock"] > p.k for x in f)                                   # K step longer than k
-    assert any(x["LocalTiles"] == 1 and s.work_group_size() > 1 for x, s in zip(f, edges))
+    assert any(x["LocalTiles"] == 1 and s.work_group_size() > 1 for x, s in zip(f, edges, strict=False))
     assert all(codegen.is_applicable(p, s) for s in edges)
     # on a GPU-sized device the 1024-thread group limit still holds
     for s in edge_solutions(p, codegen.DeviceLimits.nvidia_gpu()):

@@ -10,7 +10,7 @@ from hypothesis.errors import InvalidArgument
 
 from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.strategies import fused_cases, fused_graphs
-from pytest_mlirtrace.strategies.graphs import VALUES
+from pytest_mlirtrace.strategies.graph_builder import VALUES
 
 S = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -112,7 +112,7 @@ def test_broadcast_parameters_get_inputs_their_layout_can_hold():
         inputs = ir.random_inputs(m, 5)
         for p in m.params():     # a broadcast (stride-0) dim holds one value: the inputs say so
             s = p.shape
-            for d, (n, st) in enumerate(zip(s.lens, s.strides)):
+            for d, (n, st) in enumerate(zip(s.lens, s.strides, strict=False)):
                 if st == 0 and n > 1:
                     v = np.asarray(inputs[p.param])
                     assert (np.take(v, [0], axis=d) == v).all()

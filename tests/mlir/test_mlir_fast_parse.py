@@ -1,4 +1,4 @@
-"""The fast path (``mlir/fast.py``) gives exactly what the xDSL path gives, on every real func.
+"""The fast path (``mlir/fast_parse.py``) gives exactly what the xDSL path gives, on every real func.
 
 ``parse.FAST = False`` parses every func with xDSL; the two results are compared field by field, the
 module instruction by instruction with the types of attribute values and the bytes of literals (a
@@ -12,12 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_mlirtrace.mlir import FuncAttrs, emit_mlir, parse_mlir, split
 from pytest_mlirtrace.mlir import parse as parse_mod
 from pytest_mlirtrace.strategies import fused_graphs
 from tests.corpus import ROCMLIR, TRACES
+
 from .mlir_helpers import STRINGS, many_funcs, odd_modules
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -28,7 +30,7 @@ def _strict(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_strict(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_strict(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict):
         return list(a) == list(b) and all(_strict(a[k], b[k]) for k in a)
     if isinstance(a, float) and np.isnan(a):
@@ -41,7 +43,7 @@ def module_difference_strict(a, b) -> str | None:
         return None if a is b else f"module {a is not None} vs {b is not None}"
     if (a.name, a.target_id, len(a.instructions)) != (b.name, b.target_id, len(b.instructions)):
         return "module name / target_id / length"
-    for x, y in zip(a.instructions, b.instructions):
+    for x, y in zip(a.instructions, b.instructions, strict=False):
         if (x.name, x.op, x.inputs, x.param, x.shape) != (y.name, y.op, y.inputs, y.param, y.shape):
             return f"{x} vs {y}"
         if not _strict(x.attrs, y.attrs):
@@ -93,7 +95,7 @@ def assert_same(text: str, source: str = "t.mlir", param_names=None) -> int:
         return 0
     assert len(fast) == len(slow)
     taken = 0
-    for f, g in zip(fast, slow):
+    for f, g in zip(fast, slow, strict=False):
         d = difference(f, g)
         assert d is None, f"{f.name}: {d}"
         taken += f._func_op is None and f.ok
@@ -120,7 +122,7 @@ CORPUS_TEXTS = _corpus_texts()
 
 
 @pytest.mark.parametrize("name,text", CORPUS_TEXTS, ids=[n for n, _ in CORPUS_TEXTS])
-def test_fast_path_matches_xdsl_on_real_funcs(name, text):
+def test_fast_path_matches_xdsl_on_real_funcs(name, text):  # noqa: ARG001 (name: the parametrize id)
     assert_same(text, name)
 
 
@@ -230,7 +232,7 @@ VARIANTS = [
 
 
 @pytest.mark.parametrize("name,change", VARIANTS, ids=[v[0] for v in VARIANTS])
-def test_fast_path_variants_match_xdsl(name, change):
+def test_fast_path_variants_match_xdsl(name, change):  # noqa: ARG001 (name: the parametrize id)
     seed = (DATA / "seed_module.mlir").read_text()
     text = change(seed)
     assert text != seed

@@ -1,9 +1,10 @@
 """What turning a parsed func into a module checks, shared by the xDSL path (:mod:`.parse`) and the fast
-path (:mod:`.fast`), so that both build the same module."""
+path (:mod:`.fast_parse`), so that both build the same module."""
 from __future__ import annotations
 
-from pytest_mlirtrace.ir.module import Instruction
-from pytest_mlirtrace.ir.shape import Shape
+from pytest_mlirtrace.config import inject_now
+from pytest_mlirtrace.ir import Instruction, Shape
+from pytest_mlirtrace.vocab.faults import parse_inject
 
 # MIGraphX's own order of each op's attributes (MLIR prints them sorted by name)
 ATTR_ORDER = {
@@ -33,8 +34,7 @@ def implied_attrs(short: str, attrs: dict, n_inputs: int, out_dtype) -> None:
 
 def _planted(fault: str) -> bool:
     """Is the planted parser fault ``fault`` on ($MLIRTRACE_INJECT, read through the settings)?"""
-    from ..config import inject_now
-    return fault in inject_now().split(",")
+    return fault in parse_inject(inject_now())
 
 
 # unpack too: rocMLIR's realize-int4 turns it into a reinterpretation of its input's bytes as i4 elements (a
@@ -43,7 +43,7 @@ VIEW_STRIDE_OPS = frozenset({"transpose", "broadcast", "multibroadcast", "slice"
 MLIR_ONLY_ATTRS = frozenset({"perf_config"})
 
 
-def stride_problem(ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> str | None:
+def stride_problem(ins: Instruction, printed: Shape, rule: Shape) -> str | None:
     """Why ``ins`` may not print the strides ``printed`` (its shape rule gives ``rule``), or None.
 
     rocMLIR gives the strides of a value inside a func no meaning (its ops read logical tensors; only
@@ -64,9 +64,9 @@ def stride_problem(ins: Instruction, printed: Shape, rule: Shape, in_shapes: lis
     return None
 
 
-def strides_ok(ins: Instruction, printed: Shape, rule: Shape, in_shapes: list[Shape]) -> bool:
+def strides_ok(ins: Instruction, printed: Shape, rule: Shape) -> bool:
     """May ``ins`` print the strides ``printed``? (:func:`stride_problem` finds none.)"""
-    return stride_problem(ins, printed, rule, in_shapes) is None
+    return stride_problem(ins, printed, rule) is None
 
 
 def boundary_problem(shape: Shape, what: str) -> str | None:

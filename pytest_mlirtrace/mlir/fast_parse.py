@@ -17,7 +17,7 @@ a type or attribute it cannot read exactly as xDSL would, a value used before it
 shape-rule failure -- and it returns False, and the func goes the xDSL way.  So an error, and
 everything about it (its message, its line and column), always comes from the xDSL path; only
 funcs that convert cleanly are taken here, and they give the same :class:`~.parse.ParsedFunc`
-(``tests/mlir/test_mlir_fast.py`` checks both paths against each other on every func of the
+(``tests/mlir/test_mlir_fast_parse.py`` checks both paths against each other on every func of the
 corpus and on generated modules).
 """
 from __future__ import annotations
@@ -33,10 +33,10 @@ from pytest_mlirtrace.ir.module import IRError, Module
 from pytest_mlirtrace.ir.ops import COMPARE_OPS, RULES, infer_shape
 from pytest_mlirtrace.ir.shape import Shape, standard_strides
 
+from .convert_rules import ATTR_ORDER, MLIR_ONLY_ATTRS, boundary_problem, implied_attrs, strides_ok
 from .dialect import OPS
 from .funcattrs import FuncAttrs
 from .literals import parse_dense_payload, storage_from_values
-from .rules import ATTR_ORDER, MLIR_ONLY_ATTRS, boundary_problem, implied_attrs, strides_ok
 from .types import same_dtype
 
 # ------------------------------------------------------------- the pieces --
@@ -446,7 +446,7 @@ def _parse(pf, text: str, start: int, end: int, param_names: list[str] | None) -
             if len(args) != len(types) or (arity is not None and len(args) != len(arity)):
                 raise _No
             inputs = []
-            for a, t in zip(args, types):
+            for a, t in zip(args, types, strict=False):
                 v = values.get(a[1:])
                 if v is None or v[1].key != t.key:
                     raise _No
@@ -477,7 +477,7 @@ def _parse(pf, text: str, start: int, end: int, param_names: list[str] | None) -
             if out.syntax == "tensor":
                 ins.shape = Shape(rule.dtype, rule.lens, rule.strides)
             else:
-                if not strides_ok(ins, printed, rule, in_shapes):
+                if not strides_ok(ins, printed, rule):
                     raise _No
                 ins.shape = Shape(rule.dtype, rule.lens, printed.strides)
             shapes[iname] = ins.shape
@@ -491,7 +491,7 @@ def _parse(pf, text: str, start: int, end: int, param_names: list[str] | None) -
     if len(rargs) != len(rtypes) or [t.key for t in rtypes] != [t.key for t in out_types]:
         raise _No
     rets = []
-    for a, t in zip(rargs, rtypes):
+    for a, t in zip(rargs, rtypes, strict=False):
         v = values.get(a[1:])
         if v is None or v[1].key != t.key:
             raise _No

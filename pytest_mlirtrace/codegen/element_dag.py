@@ -9,13 +9,13 @@ kernel kind, which checks that it is read at the kernel's own coordinates.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
-from typing import Callable
 
 import numpy as np
 
-from ..ir import CONV_OPS, GEMM_OPS, Instruction, Module, POINTWISE_OPS, VIEW_OPS
+from ..ir import CONV_OPS, GEMM_OPS, POINTWISE_OPS, VIEW_OPS, Instruction, Module
 from ..ir.dtypes import BY_NAME, DType
 from ..ir.ops import conv_params
 from . import expr as E
@@ -84,7 +84,7 @@ def row_major_weights(lens) -> list[int]:
 
 def linearize(idx, lens) -> E.Lin:
     out = E.ZERO
-    for i, w in zip(idx, row_major_weights(lens)):
+    for i, w in zip(idx, row_major_weights(lens), strict=False):
         out = out + i * w
     return out
 
@@ -92,7 +92,7 @@ def linearize(idx, lens) -> E.Lin:
 def delinearize(flat: E.Lin, lens) -> list[E.Lin]:
     ws = row_major_weights(lens)
     out = []
-    for j, (n, w) in enumerate(zip(lens, ws)):
+    for j, (n, w) in enumerate(zip(lens, ws, strict=False)):
         v = E.fdiv(flat, w)
         if j > 0:
             v = E.fmod(v, n)
@@ -109,7 +109,7 @@ def index_vars(prefix: str, lens) -> list[E.Lin]:
 def _slice_starts(ins: Instruction, lens) -> dict[int, int]:
     out = {}
     rank = len(lens)
-    for a, b in zip(ins.attrs["axes"], ins.attrs["starts"]):
+    for a, b in zip(ins.attrs["axes"], ins.attrs["starts"], strict=False):
         a %= rank
         n = lens[a]
         out[a] = max(0, min(n, b + n if b < 0 else b))
@@ -215,7 +215,7 @@ class Builder:
             return self.anchors[ins.name](idx)
         if ins.op == "@param":
             off = E.ZERO
-            for i, (n, s) in zip(idx, zip(ins.shape.lens, ins.shape.strides)):
+            for i, (n, s) in zip(idx, zip(ins.shape.lens, ins.shape.strides, strict=False), strict=False):
                 if n > 1:
                     off = off + i * s
             return dag.add(Node("load", ins.shape.dtype, param=ins.param, offset=off))
@@ -290,12 +290,12 @@ class Builder:
         ci, *y = delinearize(kv, [Cg] + ksp)
         ni, ko, *o = idx
         ar = self.value(w.name, [ko, ci] + y)
-        pos = [oj * sj + yj * dj + (-bj) for oj, yj, sj, dj, bj in zip(o, y, stride, dilation, begin)]
-        clamped = [E.clamp(p, 0, size - 1) for p, size in zip(pos, isp)]
+        pos = [oj * sj + yj * dj + (-bj) for oj, yj, sj, dj, bj in zip(o, y, stride, dilation, begin, strict=False)]
+        clamped = [E.clamp(p, 0, size - 1) for p, size in zip(pos, isp, strict=False)]
         br = self.value(x.name, [ni, E.fdiv(ko, Kg) * Cg + ci] + clamped)
         xdt = x.shape.dtype
         zero = self.dag.add(Node("const", xdt, value=0.0 if xdt.is_float else 0))
-        for p, c, size in zip(pos, clamped, isp):
+        for p, c, size in zip(pos, clamped, isp, strict=False):
             if c.key() != p.key():
                 inb = self.dag.add(Node("inb", BY_NAME["bool"], offset=p, value=int(size)))
                 br = self.dag.add(Node("op", xdt, args=(inb, br, zero), op="where"))
@@ -332,7 +332,7 @@ def forward_map(module: Module, anchor: str, anchor_idx: list[E.Lin], strict: bo
 
 
 def same_index(a: list[E.Lin], b: list[E.Lin]) -> bool:
-    return len(a) == len(b) and all(x.key() == y.key() for x, y in zip(a, b))
+    return len(a) == len(b) and all(x.key() == y.key() for x, y in zip(a, b, strict=False))
 
 
 def elements(lens) -> int:

@@ -61,7 +61,7 @@ def _faults_epilog() -> str:
 
 def add_parser(sub, name):
     from ..fuzz.options import DEFAULT_DATABASE
-    from ..strategies.graphs import ALL_KINDS
+    from ..strategies import ALL_KINDS
 
     p = sub.add_parser(name, help="fuzz fused ops x solutions against the numpy oracle",
                        description=__doc__.splitlines()[0].split(": ", 1)[1],

@@ -20,8 +20,8 @@ import numpy as np
 from .dtypes import BY_MIGRAPHX
 from .module import Instruction, IRError, Module
 from .ops import compiled_op
-from .printer import InsText, TextStyle, print_module, style_of
-from .quoting import quote_string, unquote_string
+from .printer import InsText, TextStyle, style_of
+from .quoting import unquote_string
 from .shape import Shape
 from .text_values import (
     OTHER_TYPES,
@@ -293,7 +293,4 @@ def _parse_section(sec, source: str, verify: bool) -> Module | None:
 
 
 __all__ = ["TextParseError", "parse_module", "parse_instruction_text", "parse_instruction_line", "not_runnable",
-           "OLD_ATTR_NAMES",
-           # re-exported only for importers outside ir that still name ir.text (logs.parts, cli.show, tests/logs,
-           # tests/cli); all three are on ir's face: to go when those import from there
-           "print_module", "quote_string", "unquote_string"]
+           "OLD_ATTR_NAMES"]

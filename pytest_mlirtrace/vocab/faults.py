@@ -9,7 +9,6 @@ for some shapes / solutions; a run of an unaffected config stays correct.
 from __future__ import annotations
 
 
-
 class FaultError(ValueError):
     """An unknown fault name in ``inject``."""
 

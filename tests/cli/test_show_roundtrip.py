@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.ir import Module, parse_module, print_module
-from pytest_mlirtrace.ir.text import quote_string, unquote_string
+from pytest_mlirtrace.ir import Module, parse_module, print_module, quote_string, unquote_string
 from pytest_mlirtrace.mlir import FuncAttrs, emit_mlir, module_difference, normalise_mlir, parse_mlir, symbol
 from tests.mlir.mlir_helpers import STRINGS, odd_modules
 

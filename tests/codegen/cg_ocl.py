@@ -14,6 +14,8 @@ import pytest
 
 from pytest_mlirtrace.vocab import Status
 
+from ..settings import DEVICE
+
 TIMEOUT_S = 120.0   # per phase (build, run): the machine is shared and the full-size seed is big
 
 _CL_SCALARS = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64, "float": np.float32,
@@ -23,7 +25,7 @@ _CL_SCALARS = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np
 def pool():
     """The process-wide worker pool on the test device (created on first use, again if closed)."""
     from pytest_mlirtrace.runtime import get_pool
-    return get_pool(os.environ.get("MLIRTRACE_TEST_DEVICE") or None)
+    return get_pool(os.environ.get("MLIRTRACE_TEST_DEVICE") or DEVICE)
 
 
 def limits():

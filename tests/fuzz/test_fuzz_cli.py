@@ -138,7 +138,7 @@ def test_json_prints_the_report_on_stdout_and_progress_stays_on_stderr(tmp_path)
 
 def test_help_names_every_planted_fault_and_every_kind(capsys):
     from pytest_mlirtrace.cli.main import main
-    from pytest_mlirtrace.strategies.graphs import ALL_KINDS
+    from pytest_mlirtrace.strategies import ALL_KINDS
     from pytest_mlirtrace.vocab.faults import FAULTS
 
     with pytest.raises(SystemExit):

@@ -199,7 +199,7 @@ def test_an_unrecognised_line_is_listed_with_its_number(tmp_path, capsys):
 
 
 def test_every_module_dump_of_the_real_logs_prints_back_as_logged():
-    from pytest_mlirtrace.ir.text import print_module
+    from pytest_mlirtrace.ir import print_module
 
     seen = 0
     for path in [DATA / n for n in LOGS] + [TRACES / n for n in CORPUS]:

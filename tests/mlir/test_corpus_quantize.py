@@ -22,6 +22,8 @@ from pytest_mlirtrace.vocab import Status
 from pytest_mlirtrace.vocab.problem_key import format_problem_key, parse_problem_key
 from tests.corpus import MISSING, ROCMLIR
 
+from ..settings import DEVICE
+
 FILES = {
     "Dialect__MIGraphX__quant-dot-decompose.mlir": [
         "quant_dot_with_both_scales_f8e8m0fnu", "quant_dot_with_both_scales_f32", "quant_dot_no_scales",
@@ -60,7 +62,7 @@ def inputs_for(m: Module, seed: int) -> dict:
 def device():
     from pytest_mlirtrace.runtime import resolve_device
 
-    return resolve_device(None)
+    return resolve_device(DEVICE)
 
 
 # the fp4 e2e program's kernel takes ~30 s to build and run on PoCL: -m slow (.ci/run) runs it

@@ -16,6 +16,7 @@ from pytest_mlirtrace.mlir import MLIRParseError, emit_func, normalise_mlir, par
 from pytest_mlirtrace.vocab import Status
 from tests.corpus import MISSING, ROCMLIR, TRACES
 
+from ..settings import DEVICE
 from .mlir_helpers import macs
 
 CORPUS = ROCMLIR
@@ -193,7 +194,7 @@ def test_every_corpus_func_runs_and_matches_the_oracle(path):
     funcs = [f for f in parsed(path) if f.ok]
     if not funcs:
         pytest.skip("no func of this file is taken (each says why in test_corpus_file)")
-    pipe = Pipeline(None, database=MemoryDatabase(), inject="", timeout_s=180)
+    pipe = Pipeline(DEVICE, database=MemoryDatabase(), inject="", timeout_s=180)
     bad = []
     for f in funcs:
         try:

@@ -148,7 +148,7 @@ def test_a_malformed_2023_op_names_where_and_what():
 
 def test_generic_and_2022_mlir_in_a_log_are_found_named_and_runnable():
     """MLIR printed inside a MIGraphX exception in the generic form, and a 2022 ``func @main`` module, are
-    MLIR modules of the log (logs.parse_log), scanned (logs.mlirscan) and parsed (mlir layer)."""
+    MLIR modules of the log (logs.parse_log), scanned (logs.mlir_scan) and parsed (mlir layer)."""
     from pytest_mlirtrace.logs import parse_log
 
     generic = ("terminate called after throwing an instance of 'migraphx::version_1::exception'\n"

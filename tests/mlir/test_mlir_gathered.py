@@ -14,6 +14,7 @@ from pytest_mlirtrace.ir import evaluate, random_inputs
 from pytest_mlirtrace.mlir import emit_func, module_difference, normalise_mlir, parse_mlir
 from pytest_mlirtrace.vocab import Status
 
+from ..settings import DEVICE
 from .mlir_helpers import macs
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -91,7 +92,7 @@ def test_gathered_file(path):
 def device():
     from pytest_mlirtrace.runtime import resolve_device
 
-    return resolve_device(None)
+    return resolve_device(DEVICE)
 
 
 SMALL_RUNS = [("rocmlir__Conversion__MIGraphXToTosa__mixr-to-tosa-ops__2022-func.mlir", "func_sqrt", 1e-5),

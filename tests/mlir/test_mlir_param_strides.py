@@ -14,6 +14,7 @@ from pytest_mlirtrace import codegen, ir
 from pytest_mlirtrace.mlir import parse_mlir_module
 from pytest_mlirtrace.vocab import Status
 
+from ..settings import DEVICE
 from ..sweeps import SWEEP, tune_part
 
 DOT = """func.func @mlir_dot(%a: !migraphx.shaped<4x16x8xDT, 128x8x1>, %w: !migraphx.shaped<4x8x32xDT, WS>) \
@@ -37,7 +38,7 @@ STRIDES = {"zero": "0x32x1", "zero_middle": "256x0x1", "padded": "320x40x1", "pe
 def device():
     from pytest_mlirtrace.runtime import resolve_device
 
-    return resolve_device(None)
+    return resolve_device(DEVICE)
 
 
 @pytest.fixture

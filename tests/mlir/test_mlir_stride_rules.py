@@ -20,6 +20,8 @@ from pytest_mlirtrace.mlir import parse_mlir, parse_mlir_module
 from pytest_mlirtrace.vocab import Status
 from tests.corpus import MISSING, ROCMLIR
 
+from ..settings import DEVICE
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "mlir"
 ROCMLIR_STRIDES = DATA / "rocmlir__Conversion__MIGraphXToTosa__migraphx-to-tosa-non-contiguous-strides.mlir"
 
@@ -166,7 +168,7 @@ def test_rocmlir_multi_output_tests_are_valid(path):
 def device():
     from pytest_mlirtrace.runtime import resolve_device
 
-    return resolve_device(None)
+    return resolve_device(DEVICE)
 
 
 def test_padded_output_layout_runs_and_matches_the_oracle(device, tmp_path):

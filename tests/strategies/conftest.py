@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import pytest
 
+from ..settings import DEVICE
+
 
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory):
     from pytest_mlirtrace import engine, runtime
 
     try:
-        device = runtime.resolve_device(None)
+        device = runtime.resolve_device(DEVICE)
     except Exception as e:  # pragma: no cover - no OpenCL here
         pytest.skip(f"no OpenCL device: {e}")
     db = engine.TuningDatabase(tmp_path_factory.mktemp("tuning") / "tuning.json")

@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 
-from pytest_mlirtrace.config import resolve
-from pytest_mlirtrace.ir import Module
-from pytest_mlirtrace.ir.examples import seed_module as _seed
+from pytest_mlirtrace._internal.config import resolve
+from pytest_mlirtrace._internal.ir import Module
+from pytest_mlirtrace._internal.ir.examples import seed_module as _seed
 
 #: the device setting (MLIRTRACE_DEVICE, as the CLI resolves it; None: PoCL's CPU device)
 DEVICE = resolve().device

@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import DEVICE, seed_module  # noqa: E402
 
-from pytest_mlirtrace.engine import Pipeline  # noqa: E402
-from pytest_mlirtrace.runtime import WorkerPool, resolve_device  # noqa: E402
+from pytest_mlirtrace._internal.engine import Pipeline  # noqa: E402
+from pytest_mlirtrace._internal.runtime import WorkerPool, resolve_device  # noqa: E402
 
 
 def main() -> int:

@@ -36,11 +36,11 @@ import numpy as np  # noqa: E402
 from _common import env_report, numpy_ms, torch_ms  # noqa: E402
 from bench_conv import _load, close, fmt, load_torch  # noqa: E402
 
-from pytest_mlirtrace import ir  # noqa: E402
-from pytest_mlirtrace.codegen import Solution  # noqa: E402
-from pytest_mlirtrace.engine import MemoryDatabase  # noqa: E402
-from pytest_mlirtrace.engine.session import load_module  # noqa: E402
-from pytest_mlirtrace.trace import TraceConfig, TraceSession  # noqa: E402
+from pytest_mlirtrace._internal import ir  # noqa: E402
+from pytest_mlirtrace._internal.codegen import Solution  # noqa: E402
+from pytest_mlirtrace._internal.engine import MemoryDatabase  # noqa: E402
+from pytest_mlirtrace._internal.engine.session import load_module  # noqa: E402
+from pytest_mlirtrace._internal.trace import TraceConfig, TraceSession  # noqa: E402
 
 
 def _t(dims, dt) -> str:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 _RAW = textwrap.dedent(r'''
     import os, sys, time
     os.environ["POCL_CACHE_DIR"] = sys.argv[1]
-    from pytest_mlirtrace.runtime import ensure_opencl_env
+    from pytest_mlirtrace._internal.runtime import ensure_opencl_env
     ensure_opencl_env()
     import pyopencl as cl
     ctx = cl.Context(dev_type=cl.device_type.CPU)
@@ -84,9 +84,9 @@ def raw_programs(rounds: int) -> None:
 
 
 def cold_builds(args) -> None:
-    from pytest_mlirtrace import ir, runtime
-    from pytest_mlirtrace.config import environment, resolve
-    from pytest_mlirtrace.engine import Pipeline
+    from pytest_mlirtrace._internal import ir, runtime
+    from pytest_mlirtrace._internal.config import environment, resolve
+    from pytest_mlirtrace._internal.engine import Pipeline
     device = resolve().device
     module = ir.parse_module(Path(args.file).read_text())
     batches = [int(b) for b in args.batches.split(",")]
@@ -98,7 +98,7 @@ def cold_builds(args) -> None:
                 with runtime.WorkerPool(device, workers=2, build_batch=b) as pool:
                     pipe = Pipeline(pool.device, pool=pool)
                     low = pipe.lower_module(module)
-                    from pytest_mlirtrace import codegen
+                    from pytest_mlirtrace._internal import codegen
                     sols = codegen.quick_list(low.problem, pool.device)
                     inputs = pipe._inputs(low, 0)
                     expected, env = ir.evaluate(low.module, inputs, keep_all=True)
@@ -131,8 +131,8 @@ def cold_builds(args) -> None:
         print(f"{b:>11} {rows[0][2]:>8} {bw:>7.2f}s {lw:>14.2f}s {tw:>8.2f}s {sum(r[3] for r in rows):>7}")
 
 
-_CLI = "import sys, pytest_mlirtrace.runtime.pool as p; p.BUILD_BATCH_CPU = int(sys.argv[1]); " \
-       "from pytest_mlirtrace.cli.main import main; sys.exit(main(sys.argv[2:]))"
+_CLI = "import sys, pytest_mlirtrace._internal.runtime.pool as p; p.BUILD_BATCH_CPU = int(sys.argv[1]); " \
+       "from pytest_mlirtrace._internal.cli.main import main; sys.exit(main(sys.argv[2:]))"
 
 
 def fresh_tunes(args) -> None:

@@ -35,10 +35,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 import numpy as np  # noqa: E402
 from _common import env_report, numpy_ms, torch_ms  # noqa: E402
 
-from pytest_mlirtrace import ir  # noqa: E402
-from pytest_mlirtrace.engine import MemoryDatabase  # noqa: E402
-from pytest_mlirtrace.engine.session import load_module  # noqa: E402
-from pytest_mlirtrace.trace import TraceConfig, TraceSession  # noqa: E402
+from pytest_mlirtrace._internal import ir  # noqa: E402
+from pytest_mlirtrace._internal.engine import MemoryDatabase  # noqa: E402
+from pytest_mlirtrace._internal.engine.session import load_module  # noqa: E402
+from pytest_mlirtrace._internal.trace import TraceConfig, TraceSession  # noqa: E402
 
 # name: (in channels, out channels, input H=W, kernel, stride, pad, group; None = channels: depthwise)
 CASES = {

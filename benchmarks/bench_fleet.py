@@ -58,7 +58,7 @@ def _fuzz(i: int, work: Path, budget: float, url: str | None, inject: str = "") 
     if inject:
         env["MLIRTRACE_INJECT"] = inject
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", str(budget), "--seed", str(i + 1),
+    cmd = [sys.executable, "-m", "pytest_mlirtrace", "fuzz", "--budget", str(budget), "--seed", str(i + 1),
            "--jobs", "1", "--repro-dir", str(d / "repros"), "--database", str(d / "db"),
            "--report", str(d / "report.json"), "-q"] + (["--store", url] if url else [])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(d / "err.txt", "w"), env=env)

@@ -50,13 +50,13 @@ def _env(inject):
 
 # ``--builds fast:1``: the CLI with runtime.pool.BUILD_BATCH_CPU set first (1: every kernel its own program, as
 # before kbatch.py)
-_BATCHED_CLI = ("import sys, pytest_mlirtrace.runtime.pool as p; p.BUILD_BATCH_CPU = int(sys.argv[1]); "
-                "from pytest_mlirtrace.cli.main import main; sys.exit(main(sys.argv[2:]))")
+_BATCHED_CLI = ("import sys, pytest_mlirtrace._internal.runtime.pool as p; p.BUILD_BATCH_CPU = int(sys.argv[1]); "
+                "from pytest_mlirtrace._internal.cli.main import main; sys.exit(main(sys.argv[2:]))")
 
 
 def fuzz(workdir: Path, inject, budget, seed, extra=(), batch=None):
     report = workdir / "report.json"
-    launcher = ["-m", "pytest_mlirtrace.cli.main"] if batch is None else ["-c", _BATCHED_CLI, str(batch)]
+    launcher = ["-m", "pytest_mlirtrace"] if batch is None else ["-c", _BATCHED_CLI, str(batch)]
     cmd = [sys.executable, *launcher, "fuzz", "--budget", str(budget), "--seed", str(seed),
            "--repro-dir", str(workdir / "repro"), "--database", str(workdir / "db"), "--report", str(report),
            "--quiet", *extra]
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
                          "BUILD:N runs it with runtime.pool.BUILD_BATCH_CPU = N (1: each kernel its own program)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from pytest_mlirtrace.codegen import FAULTS
+    from pytest_mlirtrace._internal.codegen import FAULTS
 
     extra = a.extra.split()
     faults = [] if a.faults == "none" else [f for f in (a.faults.split(",") if a.faults else FAULTS)]

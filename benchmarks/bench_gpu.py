@@ -24,8 +24,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import seed_module, torch_ms  # noqa: E402
 
-from pytest_mlirtrace.engine import Pipeline, TuningDatabase  # noqa: E402
-from pytest_mlirtrace.ir import Module  # noqa: E402
+from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase  # noqa: E402
+from pytest_mlirtrace._internal.ir import Module  # noqa: E402
 
 
 def plain_dot(dt: str, s: int) -> Module:

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import torch_ms  # noqa: E402
 
-from pytest_mlirtrace.codegen import (  # noqa: E402
+from pytest_mlirtrace._internal.codegen import (  # noqa: E402
     DeviceLimits,
     lower,
     output_buffers,
@@ -32,12 +32,12 @@ from pytest_mlirtrace.codegen import (  # noqa: E402
     quick_list,
     unpack_outputs,
 )
-from pytest_mlirtrace.ir import Module, compare, evaluate, random_inputs  # noqa: E402
-from pytest_mlirtrace.runtime.device import builtin_vector_bits, nvidia_mma  # noqa: E402
+from pytest_mlirtrace._internal.ir import Module, compare, evaluate, random_inputs  # noqa: E402
+from pytest_mlirtrace._internal.runtime.device import builtin_vector_bits, nvidia_mma  # noqa: E402
 
 
 def ensure_env():
-    from pytest_mlirtrace.runtime import ensure_opencl_env
+    from pytest_mlirtrace._internal.runtime import ensure_opencl_env
 
     ensure_opencl_env()
 

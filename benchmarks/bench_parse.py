@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 # the checkout's package and tests/ (after PYTHONPATH: another checkout there is timed instead)
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pytest_mlirtrace.ir.examples import seed_module  # noqa: E402
-from pytest_mlirtrace.mlir import emit_mlir, parse_mlir, parse_mlir_module  # noqa: E402
+from pytest_mlirtrace._internal.ir.examples import seed_module  # noqa: E402
+from pytest_mlirtrace._internal.mlir import emit_mlir, parse_mlir, parse_mlir_module  # noqa: E402
 
 
 def main() -> int:
@@ -64,7 +64,7 @@ def main() -> int:
         print(f"parse_mlir, every func: {full[0]:.2f} s for {n} funcs, {len(text) / 2**20:.2f} MiB "
               f"({1000 * full[0] / n:.3f} ms/func, {full[0] / (len(text) / 2**20):.3f} s/MiB)")
         if names is None:
-            from pytest_mlirtrace.mlir import split
+            from pytest_mlirtrace._internal.mlir import split
             names = [s.name for s in split.find_funcs(text)]
         mid = names[len(names) // 2]
         one = min(_timed_one(text, mid) for _ in range(max(1, a.rounds)))

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import numpy as np  # noqa: E402
 from _common import env_report, numpy_ms, seed_module, square_module  # noqa: E402
 
-from pytest_mlirtrace.engine import Pipeline, TuningDatabase  # noqa: E402
-from pytest_mlirtrace.ir import Module, random_inputs  # noqa: E402
+from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase  # noqa: E402
+from pytest_mlirtrace._internal.ir import Module, random_inputs  # noqa: E402
 
 CASES = {
     "seed": lambda dt: seed_module(dt),                       # m=384 n=768 k=768

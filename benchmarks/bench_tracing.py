@@ -21,9 +21,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import env_report, seed_module  # noqa: E402
 
-from pytest_mlirtrace import codegen, runtime  # noqa: E402
-from pytest_mlirtrace.engine import TuningDatabase  # noqa: E402
-from pytest_mlirtrace.trace import TraceConfig, TraceSession  # noqa: E402
+from pytest_mlirtrace._internal import codegen, runtime  # noqa: E402
+from pytest_mlirtrace._internal.engine import TuningDatabase  # noqa: E402
+from pytest_mlirtrace._internal.trace import TraceConfig, TraceSession  # noqa: E402
 
 
 def tune_wall(device, pool, config, out) -> float:
@@ -55,7 +55,7 @@ def main() -> int:
           f"({size} bytes of trace text)")
 
     # build overlap: the same 36 fresh kernels on 1 worker vs 2 workers
-    from pytest_mlirtrace.engine import Pipeline
+    from pytest_mlirtrace._internal.engine import Pipeline
 
     pipe = Pipeline(device, database=TuningDatabase(os.path.join(tempfile.mkdtemp(), "db.json")), pool=pool)
     low = pipe.lower_module(seed_module("f32"))

@@ -80,7 +80,7 @@ class _Timed:
 
 def _timed_tune(pipe, module, mlir):
     """(wall s, {part: s}, TuneResult with .runs: per solution (label, run wall ms, kernel times, cut))."""
-    from pytest_mlirtrace import ir
+    from pytest_mlirtrace._internal import ir
     timed = _Timed(pipe, ir)
     t0 = time.perf_counter()
     try:
@@ -95,9 +95,9 @@ def _timed_tune(pipe, module, mlir):
 
 
 def _module(args):
-    from pytest_mlirtrace.engine.session import load_module, read_source
+    from pytest_mlirtrace._internal.engine.session import load_module, read_source
     if args.dot:
-        from pytest_mlirtrace.ir import Module
+        from pytest_mlirtrace._internal.ir import Module
         m = Module()
         s = args.dot
         m.add_return(m.add("dot", m.add_param("a", args.dtype, [1, s, s]), m.add_param("b", args.dtype, [1, s, s])))
@@ -109,8 +109,8 @@ def _module(args):
 def _cold_rounds(args, device, module, mlir) -> dict:
     """Cold tunes: a fresh pool each, and a build option no earlier build had (``-D``), so that every
     solution is built anew (a driver's own cache of machine code may still help, as it would a user)."""
-    from pytest_mlirtrace import engine, runtime
-    from pytest_mlirtrace.engine import MemoryDatabase
+    from pytest_mlirtrace._internal import engine, runtime
+    from pytest_mlirtrace._internal.engine import MemoryDatabase
     variants = {"builds, then timing (2 workers)": (False, 2), "builds overlapped (2 workers)": (True, 2),
                 "builds overlapped (4 workers)": (True, 4)}
     got: dict[str, list] = {k: [] for k in variants}
@@ -160,8 +160,8 @@ def main() -> int:
                     help="comma-separated subset of: before, cut, cut + inputs kept, + checked on device, "
                          "+ shared memory")
     args = ap.parse_args()
-    from pytest_mlirtrace import engine, runtime
-    from pytest_mlirtrace.engine import MemoryDatabase
+    from pytest_mlirtrace._internal import engine, runtime
+    from pytest_mlirtrace._internal.engine import MemoryDatabase
 
     module, mlir, what = _module(args)
     device = runtime.resolve_device(args.device)

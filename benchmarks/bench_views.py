@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import DEVICE, seed_module  # noqa: E402
 
-from pytest_mlirtrace.engine import Pipeline  # noqa: E402
-from pytest_mlirtrace.ir import Module  # noqa: E402
+from pytest_mlirtrace._internal.engine import Pipeline  # noqa: E402
+from pytest_mlirtrace._internal.ir import Module  # noqa: E402
 
 
 def contiguous_dot_add(dt="f32", m=384, k=768, n=768) -> Module:

@@ -221,7 +221,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--kernels", default="gemm_mma,gemm_smem,gemm_smem2")
     args = ap.parse_args()
-    from pytest_mlirtrace.runtime import ensure_opencl_env
+    from pytest_mlirtrace._internal.runtime import ensure_opencl_env
     ensure_opencl_env()
     import pyopencl as cl
 

@@ -229,7 +229,7 @@ def main() -> int:
                                           "128x256x32/64x64/2,256x128x32/64x64/2,128x128x64/64x32/2")
     ap.add_argument("--emulate", action="store_true", help="plain OpenCL C for the PTX, any device")
     args = ap.parse_args()
-    from pytest_mlirtrace.runtime import ensure_opencl_env
+    from pytest_mlirtrace._internal.runtime import ensure_opencl_env
     ensure_opencl_env()
     import pyopencl as cl
 

@@ -1,5 +1,5 @@
 import sys
 
-from pytest_mlirtrace.cli.main import main
+from pytest_mlirtrace._internal.cli.main import main
 
 sys.exit(main())

@@ -13,13 +13,13 @@ A reproducer (``mlirtrace`` writes one per failure signature) is its recorded da
 * :func:`prepare_opencl` -- the OpenCL environment fix for the pip-installed PoCL (ICD file, CPU name, cache
   directory), which the script's standalone path (numpy + pyopencl only) calls before ``import pyopencl``.
 
-The rest of the package is internal to it: a script imports nothing else.
+The rest of the package (``pytest_mlirtrace._internal``) is internal to it: a script imports nothing else.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .runtime import ensure_opencl_env
+from ._internal.runtime import ensure_opencl_env
 
 __all__ = ["run", "prepare_opencl"]
 
@@ -30,7 +30,7 @@ def run(payload: str | dict, argv=None, standalone: Callable[..., dict] | None =
     timeout, kernel_file)`` runs the recorded kernel for ``--standalone`` (a script passes its own)."""
     # the compiler is imported here, not with the module: the standalone path's child process imports this
     # module for prepare_opencl() alone
-    from .repro.runner import run as run_payload
+    from ._internal.repro.runner import run as run_payload
 
     return run_payload(payload, argv, standalone=standalone)
 

@@ -39,7 +39,7 @@ def spread(items, part: str, keep: int = 6) -> list:
 def tune_part(pipe, module, mlir_text, part: str, keep: int = 6):
     """``(quick list, tune result)``: ``pipe`` tunes ``module`` on its quick list's ``part`` (a spread of ``keep``,
     or all of it), no tuning database read."""
-    from pytest_mlirtrace import codegen
+    from pytest_mlirtrace._internal import codegen
 
     every = codegen.quick_list(pipe.lower_module(module, mlir_text).problem, pipe.device)
     return every, pipe.tune(module, mlir_text=mlir_text, use_database=False, solutions=spread(every, part, keep))

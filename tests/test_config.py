@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlirtrace.config import ENV, SettingError, Settings, inject_now, resolve
+from pytest_mlirtrace._internal.config import ENV, SettingError, Settings, inject_now, resolve
 
 NAMES = {"timeout_s": "--mlir-timeout", "device": "--mlir-device", "trace": "--mlir-trace"}
 INI = {"timeout_s": "mlir_timeout", "device": "mlir_device", "trace": "mlir_trace"}

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.vocab.exit_codes import ExitCode
+from pytest_mlirtrace._internal.cli.main import main
+from pytest_mlirtrace._internal.vocab.exit_codes import ExitCode
 from tests.corpus import CORPUS, MISSING, ROCMLIR, TRACES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ class _Worker:
 def test_a_ctrl_c_during_the_pools_shutdown_at_exit_stops_the_workers_quietly(monkeypatch):
     from types import SimpleNamespace
 
-    from pytest_mlirtrace.runtime import pool, pool_slots
+    from pytest_mlirtrace._internal.runtime import pool, pool_slots
 
     workers = [_Worker(True), _Worker(False), _Worker(False)]   # Ctrl-C while the first one stops
     slots = [SimpleNamespace(worker=w) for w in workers]
@@ -182,7 +182,7 @@ def test_the_atexit_hook_swallows_a_ctrl_c():
     import subprocess
     import sys
 
-    code = ("from pytest_mlirtrace.runtime import pool\n"
+    code = ("from pytest_mlirtrace._internal.runtime import pool\n"
             "class Pool:\n"
             "    closed = False\n"
             "    def close(self):\n"

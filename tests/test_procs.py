@@ -5,7 +5,7 @@ import os
 import sys
 import time
 
-from pytest_mlirtrace.procs import run_group
+from pytest_mlirtrace._internal.procs import run_group
 
 # the child starts a grandchild that would sleep for a minute, writes its pid, then waits on it
 SPAWNER = r"""
@@ -45,7 +45,7 @@ def test_at_the_limit_the_child_and_its_grandchild_are_killed(tmp_path):
 
 
 def test_the_output_comes_back_and_a_killed_grandchild_does_not_block_it(tmp_path):
-    from pytest_mlirtrace.procs import run_group_output
+    from pytest_mlirtrace._internal.procs import run_group_output
 
     code, out = run_group_output([sys.executable, "-c", "import sys; print('to out'); "
                                   "print('to err', file=sys.stderr); raise SystemExit(6)"], timeout=30)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
+from pytest_mlirtrace._internal.cli.main import main
 
 from ..corpus import MISSING, TRACES
 
@@ -93,7 +93,7 @@ def test_import_trace_of_a_logged_convolution_writes_a_reproducer_that_passes(tm
 def test_version_names_mlirtrace_and_what_it_runs_on():
     from importlib.metadata import version
 
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "--version"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "--version"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     line = p.stdout.strip()
@@ -103,7 +103,7 @@ def test_version_names_mlirtrace_and_what_it_runs_on():
 
 
 def test_top_level_help_speaks_to_users():
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "--help"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "--help"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0
     assert "add_parser" not in p.stdout and "one module per subcommand" not in p.stdout
@@ -116,14 +116,14 @@ def test_top_level_help_speaks_to_users():
 def test_a_named_command_imports_only_its_own_module():
     """``mlirtrace tune ...`` builds the parser with only tune's module: fuzz's (and with it Hypothesis) is not
     imported; the other commands are still names the parser knows."""
-    code = ("import sys; from pytest_mlirtrace.cli.main import build_parser, _command_of; "
+    code = ("import sys; from pytest_mlirtrace._internal.cli.main import build_parser, _command_of; "
             "a = build_parser(_command_of(['tune', 'x.txt'])).parse_args(['tune', 'x.txt', '--no-database']); "
-            "print(a.command, a.no_database, 'pytest_mlirtrace.cli.fuzz_cmd' in sys.modules, "
+            "print(a.command, a.no_database, 'pytest_mlirtrace._internal.cli.fuzz_cmd' in sys.modules, "
             "'hypothesis' in sys.modules)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["tune", "True", "False", "False"]
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "nosuch"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "nosuch"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and "invalid choice: 'nosuch'" in p.stderr and "'fuzz'" in p.stderr
 

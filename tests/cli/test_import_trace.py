@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
+from pytest_mlirtrace._internal.cli.main import main
 from tests.corpus import TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_mlirtrace.cli.common import Progress
+from pytest_mlirtrace._internal.cli.common import Progress
 
 
 class TTY(io.StringIO):

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace import engine, ir, repro
+from pytest_mlirtrace._internal import engine, ir, repro
 
 from ..settings import DEVICE
 
 
 def cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pytest_mlirtrace", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -108,7 +108,7 @@ def test_a_relative_directory_runs_its_reproducers_and_a_broken_one_is_not_a_pas
     assert res.status == "wrong", res.detail
     w = repro.ReproWriter(d).write(repro.FailureRecord.from_run(res, origin="test", timeout_s=30,
                                                                 inject="k_tail_off_by_one", device_info=pipe.device))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "run", *a],  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "repro", "run", *a],  # noqa: E731
                                     capture_output=True, text=True, timeout=600, cwd=tmp_path)
     p = run("rd", "--timeout", "200")
     assert p.returncode == 1 and f"{w.signature}" in p.stdout and "reproduces" in p.stdout, p.stdout + p.stderr

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.ir import Module, parse_module, print_module, quote_string, unquote_string
-from pytest_mlirtrace.mlir import FuncAttrs, emit_mlir, module_difference, normalise_mlir, parse_mlir, symbol
+from pytest_mlirtrace._internal.cli.main import main
+from pytest_mlirtrace._internal.ir import Module, parse_module, print_module, quote_string, unquote_string
+from pytest_mlirtrace._internal.mlir import FuncAttrs, emit_mlir, module_difference, normalise_mlir, parse_mlir, symbol
 from tests.mlir.mlir_helpers import STRINGS, odd_modules
 
 

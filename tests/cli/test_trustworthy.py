@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.vocab.exit_codes import ExitCode
+from pytest_mlirtrace._internal.cli.main import main
+from pytest_mlirtrace._internal.vocab.exit_codes import ExitCode
 
 from ..settings import DEVICE
 
@@ -182,7 +182,7 @@ def test_compile_of_a_40000x40000_module_allocates_no_inputs(tmp_path, capsys):
 
 
 def test_run_refuses_a_module_over_max_bytes_before_allocating(tmp_path, capsys, monkeypatch):
-    from pytest_mlirtrace import ir
+    from pytest_mlirtrace._internal import ir
 
     def no_inputs(*_a, **_k):
         raise AssertionError("random_inputs called for a module over the limit")
@@ -221,7 +221,7 @@ def test_a_file_of_several_funcs_lists_them_and_func_picks_one(tmp_path, capsys)
 
 
 def test_load_module_picks_the_func_and_keeps_only_its_text():
-    from pytest_mlirtrace.engine.session import FuncChoiceError, load_module
+    from pytest_mlirtrace._internal.engine.session import FuncChoiceError, load_module
 
     text = "module {\n" + func("a") + func("b", "4x4xf32") + "}\n"
     with pytest.raises(FuncChoiceError) as e:
@@ -252,8 +252,8 @@ def test_tune_with_failing_solutions_exits_1_and_writes_a_reproducer(tmp_path, c
 
 
 def test_no_database_reads_and_writes_nothing(tmp_path, capsys):
-    from pytest_mlirtrace.engine import MemoryDatabase, load_module
-    from pytest_mlirtrace.trace import TraceSession
+    from pytest_mlirtrace._internal.engine import MemoryDatabase, load_module
+    from pytest_mlirtrace._internal.trace import TraceSession
 
     db = tmp_path / "tuning.json"
     assert main(["tune", str(SMALL), "--repeats", "1", "--no-database"]) == ExitCode.OK
@@ -280,7 +280,7 @@ def _boom(_args):
 
 
 def test_an_internal_error_is_one_line_and_a_saved_traceback(tmp_path, capsys, monkeypatch):
-    from pytest_mlirtrace.cli import compile_cmd
+    from pytest_mlirtrace._internal.cli import compile_cmd
 
     monkeypatch.setattr(compile_cmd, "_run", _boom)
     monkeypatch.setenv("MLIRTRACE_CACHE_DIR", str(tmp_path / "cache"))
@@ -298,7 +298,7 @@ def test_an_internal_error_is_one_line_and_a_saved_traceback(tmp_path, capsys, m
 
 
 def test_ctrl_c_is_exit_130_without_a_traceback(capsys, monkeypatch):
-    from pytest_mlirtrace.cli import run_cmd
+    from pytest_mlirtrace._internal.cli import run_cmd
 
     def interrupted(_args):
         raise KeyboardInterrupt

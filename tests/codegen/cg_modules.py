@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from pytest_mlirtrace.ir import Module, parse_module
-from pytest_mlirtrace.ir.examples import seed_module
+from pytest_mlirtrace._internal.ir import Module, parse_module
+from pytest_mlirtrace._internal.ir.examples import seed_module
 
 HERE = os.path.dirname(__file__)
 

@@ -1,6 +1,6 @@
 """Runs generated kernels for codegen tests through the isolated runtime (worker processes).
 
-Nothing here imports pyopencl: every build and launch goes to ``pytest_mlirtrace.runtime``'s worker
+Nothing here imports pyopencl: every build and launch goes to ``pytest_mlirtrace._internal.runtime``'s worker
 pool, so a backend crash (a SIGSEGV in PoCL), a hang or a build error becomes a failed test, never a
 dead pytest run.  The device is ``$MLIRTRACE_TEST_DEVICE`` (a runtime device spec), else the pool's
 default (``$MLIRTRACE_DEVICE`` or PoCL's CPU device).
@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.vocab import Status
+from pytest_mlirtrace._internal.vocab import Status
 
 from ..settings import DEVICE
 
@@ -24,7 +24,7 @@ _CL_SCALARS = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np
 
 def pool():
     """The process-wide worker pool on the test device (created on first use, again if closed)."""
-    from pytest_mlirtrace.runtime import get_pool
+    from pytest_mlirtrace._internal.runtime import get_pool
     return get_pool(os.environ.get("MLIRTRACE_TEST_DEVICE") or DEVICE)
 
 
@@ -35,8 +35,8 @@ def limits():
 
 def job(spec, inputs: dict):
     """The runtime ``KernelJob`` of ``spec`` on logical ``inputs`` (outputs zeroed before each launch)."""
-    from pytest_mlirtrace.codegen import pack_inputs
-    from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf, Scalar
+    from pytest_mlirtrace._internal.codegen import pack_inputs
+    from pytest_mlirtrace._internal.runtime import InBuf, KernelJob, OutBuf, Scalar
     ins = iter(pack_inputs(spec, inputs))
     args = []
     for a in spec.args:
@@ -59,7 +59,7 @@ def run(spec, inputs: dict, repeats: int = 0):
     """Run ``spec`` on logical ``inputs``; returns (outputs, [kernel seconds per repeat]).
 
     A result other than ``ok`` (build_error, crash, hang, launch_error) fails the calling test."""
-    from pytest_mlirtrace.codegen import unpack_outputs
+    from pytest_mlirtrace._internal.codegen import unpack_outputs
     j = job(spec, inputs)
     res = pool().run(j, warmup=1 if repeats else 0, repeats=max(1, repeats), timeout_s=TIMEOUT_S)
     if res.status != Status.OK:
@@ -74,7 +74,7 @@ def run(spec, inputs: dict, repeats: int = 0):
 
 def check(module, spec, seed=0):
     """Mismatch (or None) of ``spec`` against the numpy oracle on random inputs."""
-    from pytest_mlirtrace.ir import compare, evaluate, random_inputs
+    from pytest_mlirtrace._internal.ir import compare, evaluate, random_inputs
     inputs = random_inputs(module, seed=seed)
     want = evaluate(module, inputs)
     got, _ = run(spec, inputs)

@@ -8,7 +8,7 @@ from . import cg_ocl as ocl
 
 @pytest.fixture(scope="session")
 def cl_pool():
-    from pytest_mlirtrace.runtime import DeviceError
+    from pytest_mlirtrace._internal.runtime import DeviceError
     try:
         return ocl.pool()
     except DeviceError as e:  # pragma: no cover - no OpenCL here

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import mlir
-from pytest_mlirtrace.codegen import NotApplicable, Solution, lower, problem_of, quick_list, space
-from pytest_mlirtrace.codegen.mma import EMULATED
-from pytest_mlirtrace.codegen.solution import DeviceLimits, attention_mma_local_bytes, check_applicable
-from pytest_mlirtrace.ir import compare, evaluate, random_inputs
-from pytest_mlirtrace.trace import load_module
+from pytest_mlirtrace._internal import mlir
+from pytest_mlirtrace._internal.codegen import NotApplicable, Solution, lower, problem_of, quick_list, space
+from pytest_mlirtrace._internal.codegen.mma import EMULATED
+from pytest_mlirtrace._internal.codegen.solution import DeviceLimits, attention_mma_local_bytes, check_applicable
+from pytest_mlirtrace._internal.ir import compare, evaluate, random_inputs
+from pytest_mlirtrace._internal.trace import load_module
 
 from ..corpus import ROCMLIR
 from . import cg_ocl as ocl

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from pytest_mlirtrace.codegen import expr as E
-from pytest_mlirtrace.codegen.element_dag import Builder, index_vars
-from pytest_mlirtrace.ir import Module
+from pytest_mlirtrace._internal.codegen import expr as E
+from pytest_mlirtrace._internal.codegen.element_dag import Builder, index_vars
+from pytest_mlirtrace._internal.ir import Module
 
 
 def test_seed_index_map_is_split_not_materialised():

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.codegen import default_solution, lower, problem_of
-from pytest_mlirtrace.ir import Module
+from pytest_mlirtrace._internal.codegen import default_solution, lower, problem_of
+from pytest_mlirtrace._internal.ir import Module
 
 from . import cg_ocl as ocl
 from .cg_modules import (
@@ -191,7 +191,7 @@ import sys
 sys.path.insert(0, {root!r})
 from tests.codegen import cg_ocl as ocl
 from tests.codegen.cg_modules import gemm
-from pytest_mlirtrace.codegen import lower
+from pytest_mlirtrace._internal.codegen import lower
 m = gemm(17, 19, 23)
 bad = ocl.check(m, lower(m, "4,16,8,4,16,16,0,4", ocl.limits(), inject="oob_write_n_edge"))
 print("WRONG" if bad is not None else "RIGHT")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.codegen import lower, problem_of
-from pytest_mlirtrace.codegen.mma import EMULATED, tile_index
+from pytest_mlirtrace._internal.codegen import lower, problem_of
+from pytest_mlirtrace._internal.codegen.mma import EMULATED, tile_index
 
 from . import cg_ocl as ocl
 from .cg_modules import gemm, seed
@@ -30,7 +30,7 @@ def mma_limits():
 
 
 def _conv():
-    from pytest_mlirtrace.trace import load_module
+    from pytest_mlirtrace._internal.trace import load_module
     return load_module((CONV / "depthwise_nhwc_f16.txt").read_text(encoding="utf-8"))[0]
 
 
@@ -153,7 +153,7 @@ def test_random_gemms_on_random_tensor_core_solutions_match_the_oracle():
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from pytest_mlirtrace.codegen import space
+    from pytest_mlirtrace._internal.codegen import space
 
     lim = mma_limits()
 

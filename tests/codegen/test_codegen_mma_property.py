@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.codegen.mma import EMULATED
-from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
-from pytest_mlirtrace.strategies import fused_graphs
-from pytest_mlirtrace.vocab import Status
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.codegen.mma import EMULATED
+from pytest_mlirtrace._internal.engine import MemoryDatabase, Pipeline
+from pytest_mlirtrace._internal.strategies import fused_graphs
+from pytest_mlirtrace._internal.vocab import Status
 
 from . import cg_ocl as ocl
 

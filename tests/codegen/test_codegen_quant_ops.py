@@ -9,10 +9,10 @@ import zlib
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.codegen import default_solution, lower, problem_of
-from pytest_mlirtrace.ir import Module, compare, evaluate, result_precisions, tolerance
-from pytest_mlirtrace.ir.dtypes import from_compute
-from pytest_mlirtrace.mlir import parse_mlir_module
+from pytest_mlirtrace._internal.codegen import default_solution, lower, problem_of
+from pytest_mlirtrace._internal.ir import Module, compare, evaluate, result_precisions, tolerance
+from pytest_mlirtrace._internal.ir.dtypes import from_compute
+from pytest_mlirtrace._internal.mlir import parse_mlir_module
 
 from ..corpus import ROCMLIR
 from . import cg_ocl as ocl

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.codegen import (
+from pytest_mlirtrace._internal.codegen import (
     FAULTS,
     FIELDS,
     DeviceLimits,
@@ -22,7 +22,7 @@ from pytest_mlirtrace.codegen import (
     space,
     unpack_outputs,
 )
-from pytest_mlirtrace.ir import Module, random_inputs
+from pytest_mlirtrace._internal.ir import Module, random_inputs
 
 from .cg_modules import gemm, pointwise_mod, reduce_mod, seed, softmax_mod
 
@@ -229,8 +229,8 @@ def test_random_inputs_round_trip_through_pack():
 
 def test_vector_accesses_go_through_one_base_pointer():
     """Lanes are addressed as (p + (base))[l]: LLVM (PoCL) only merges such loads into one vector load."""
-    from pytest_mlirtrace.codegen import expr as E
-    from pytest_mlirtrace.codegen.kernel import lanes_of
+    from pytest_mlirtrace._internal.codegen import expr as E
+    from pytest_mlirtrace._internal.codegen.kernel import lanes_of
     n = E.var("n", 768)
     affine = lanes_of(E.var("m", 4) * 768 + n, lambda ln: ({"n": E.var("c", 768) + ln}, {"c": "c0"}), 4)
     assert [affine.at("p", ln) for ln in range(2)] == ["(p + (c0 + 768*m))[0]", "(p + (c0 + 768*m))[1]"]
@@ -294,7 +294,7 @@ def test_the_inline_ptx_is_in_one_module_and_only_in_tensor_core_kernels():
     import pytest_mlirtrace
     root = Path(pytest_mlirtrace.__file__).parent
     holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "asm volatile" in p.read_text())
-    assert holders == ["codegen/mma.py"]
+    assert holders == ["_internal/codegen/mma.py"]
     src = lower(seed(), MMA, GPU).source
     assert src.count("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 1
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in lower(gemm(64, 64, 64, "bf16"), MMA, GPU).source

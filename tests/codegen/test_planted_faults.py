@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlirtrace import mlir
-from pytest_mlirtrace.codegen import Solution, SolutionError, default_solution, lower, problem_of
+from pytest_mlirtrace._internal import mlir
+from pytest_mlirtrace._internal.codegen import Solution, SolutionError, default_solution, lower, problem_of
 
 from .cg_modules import gemm, pointwise_mod, softmax_mod
 

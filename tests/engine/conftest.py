@@ -1,20 +1,20 @@
 import pytest
 
-from pytest_mlirtrace.ir import Module
-from pytest_mlirtrace.ir.examples import seed_module
+from pytest_mlirtrace._internal.ir import Module
+from pytest_mlirtrace._internal.ir.examples import seed_module
 
 
 @pytest.fixture(scope="session")
 def device():
-    from pytest_mlirtrace.config import resolve
-    from pytest_mlirtrace.runtime import resolve_device
+    from pytest_mlirtrace._internal.config import resolve
+    from pytest_mlirtrace._internal.runtime import resolve_device
 
     return resolve_device(resolve().device)     # the device setting, as a front end resolves it
 
 
 @pytest.fixture
 def tuning_db(tmp_path):
-    from pytest_mlirtrace.engine import TuningDatabase
+    from pytest_mlirtrace._internal.engine import TuningDatabase
 
     return TuningDatabase(tmp_path / "tuning.json")
 

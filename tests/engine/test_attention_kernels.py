@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import codegen, ir, mlir
-from pytest_mlirtrace.engine import Pipeline
-from pytest_mlirtrace.trace import load_module
+from pytest_mlirtrace._internal import codegen, ir, mlir
+from pytest_mlirtrace._internal.engine import Pipeline
+from pytest_mlirtrace._internal.trace import load_module
 
 from ..corpus import ROCMLIR
 from ..sweeps import spread, sweep_cases, tune_part
@@ -132,7 +132,7 @@ def test_the_mask_matters(device, tuning_db):
 def test_causal_masks_are_recognised_by_their_values():
     """-causal true only for a mask that is exactly ``key > query + offset``: the same module with the query
     iota shifted by one more than the keys allow, or with a non-causal pattern, is not causal."""
-    from pytest_mlirtrace.codegen.masks import causal_offset
+    from pytest_mlirtrace._internal.codegen.masks import causal_offset
 
     module, _ = _load("causal_offset_f32.mlir")
     an = codegen.analyse(module)

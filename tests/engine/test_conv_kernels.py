@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.engine import Pipeline
-from pytest_mlirtrace.trace import load_module
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.engine import Pipeline
+from pytest_mlirtrace._internal.trace import load_module
 
 from ..corpus import ROCMLIR
 from ..sweeps import spread, sweep_cases, tune_part
@@ -51,7 +51,7 @@ def test_padding_and_groups_matter(device, tuning_db):
     or the groups changed gives other outputs (so a kernel ignoring them could not pass the test above)."""
     import numpy as np
 
-    from pytest_mlirtrace import ir
+    from pytest_mlirtrace._internal import ir
 
     text = (CONV / "grouped_padded_f32.txt").read_text(encoding="utf-8")
     module, _ = load_module(text)
@@ -77,7 +77,7 @@ def _corpus_convs():
 def test_corpus_conv_programs_tune_clean(path, device, tuning_db):
     """Each conv func of the real programs: converted, lowered, every quick-list solution matches the oracle;
     the ones mlirtrace refuses say why (README: the exceptions)."""
-    from pytest_mlirtrace import mlir
+    from pytest_mlirtrace._internal import mlir
 
     funcs = [f for f in mlir.parse_mlir(path.read_text(encoding="utf-8"), str(path)) if "convolution" in f.text]
     assert funcs

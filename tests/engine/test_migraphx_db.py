@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from pytest_mlirtrace.engine import TuningDatabase
-from pytest_mlirtrace.engine.migraphx_db import (
+from pytest_mlirtrace._internal.engine import TuningDatabase
+from pytest_mlirtrace._internal.engine.migraphx_db import (
     TuningFileError,
     export_problem_cache,
     export_tuning_tsv,
@@ -87,12 +87,13 @@ def test_a_bad_problem_cache_is_named(tmp_path, text, why):
 
 
 def test_the_cli_moves_them_both_ways(tmp_path, monkeypatch):
-    from pytest_mlirtrace.cli.main import main
-    from pytest_mlirtrace.config import environment
+    from pytest_mlirtrace._internal.cli.main import main
+    from pytest_mlirtrace._internal.config import environment
 
     monkeypatch.setenv(environment.TUNING_DB, str(tmp_path / "t.json"))
     (tmp_path / "in.tsv").write_text(TSV)
-    monkeypatch.setattr("pytest_mlirtrace.runtime.resolve_device", lambda _spec=None: type("D", (), {"spec": "0:0"}))
+    monkeypatch.setattr("pytest_mlirtrace._internal.runtime.resolve_device",
+                        lambda _spec=None: type("D", (), {"spec": "0:0"}))
     assert main(["tuning-db", "import", str(tmp_path / "in.tsv")]) == 0
     assert main(["tuning-db", "export", str(tmp_path / "pc.json")]) == 0
     assert len(json.loads((tmp_path / "pc.json").read_text())) == 2

@@ -5,15 +5,15 @@ import re
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
-from pytest_mlirtrace.trace import TraceConfig, TraceSession
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.engine import MemoryDatabase, Pipeline
+from pytest_mlirtrace._internal.trace import TraceConfig, TraceSession
 
 from .conftest import seed_like
 
 
 def small_dot(dt="f32", m=17, k=13, n=11, transposed=True):
-    from pytest_mlirtrace.ir import Module
+    from pytest_mlirtrace._internal.ir import Module
 
     mod = Module()
     if transposed:
@@ -50,7 +50,7 @@ def test_a_tune_cuts_clearly_slower_solutions_short_and_checks_them_all(device):
     """The seed's quick list spans 4 ms to 200 ms solutions on PoCL: with the cut (the default, 1.5x the best
     so far) the slow ones are timed once or twice, not six times, and each is still checked against the
     oracle; the fastest is the least time of all; without the cut nothing is cut."""
-    from pytest_mlirtrace.engine import MemoryDatabase
+    from pytest_mlirtrace._internal.engine import MemoryDatabase
 
     pipe = Pipeline(device, database=MemoryDatabase())
     assert pipe.cut_factor == 1.5
@@ -146,7 +146,7 @@ def test_f16_dot_converted_to_f32_is_judged_with_f16_tolerance(device, tuning_db
     """Regression (found by ``mlirtrace fuzz``, seed 7): a correct kernel for dot(f16) -> convert(f32)
     was called wrong because its f32 output was held to f32's tolerance; the device's f32
     accumulation and the oracle's float64 one may round the dot to neighbouring f16 values."""
-    from pytest_mlirtrace import ir
+    from pytest_mlirtrace._internal import ir
 
     m = ir.Module()
     a = m.add_param("a", "f16", [2, 16, 64])
@@ -190,7 +190,7 @@ def test_an_overlapped_tune_judges_every_solution_as_a_sequential_one(device):
     """``overlap_builds`` (on GPUs by default): the first solutions are timed while the rest still build. Each
     solution's verdict is the one of a tune that builds everything first, a build that fails is still reported
     as one, and the trace says "built" once, with the same counts."""
-    from pytest_mlirtrace.engine import SolutionsBuilt
+    from pytest_mlirtrace._internal.engine import SolutionsBuilt
     mod = small_dot(m=23, k=19, n=7)
     seen = {}
     for overlap in (False, True):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlirtrace.engine import Pipeline
-from pytest_mlirtrace.mlir import parse_mlir
-from pytest_mlirtrace.trace import load_module
+from pytest_mlirtrace._internal.engine import Pipeline
+from pytest_mlirtrace._internal.mlir import parse_mlir
+from pytest_mlirtrace._internal.trace import load_module
 
 from ..corpus import ROCMLIR, TRACES
 

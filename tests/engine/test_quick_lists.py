@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from pytest_mlirtrace.engine import Pipeline
-from pytest_mlirtrace.trace import load_module
+from pytest_mlirtrace._internal.engine import Pipeline
+from pytest_mlirtrace._internal.trace import load_module
 
 from ..sweeps import SWEEP, spread, tune_part
 

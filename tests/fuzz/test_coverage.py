@@ -1,7 +1,7 @@
 """The coverage report of a fuzz run: ops by dtype, parameter layouts, kinds, longest reductions."""
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.fuzz.coverage import Coverage, layout_of
-from pytest_mlirtrace.ir.shape import Shape
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.fuzz.coverage import Coverage, layout_of
+from pytest_mlirtrace._internal.ir.shape import Shape
 
 
 def test_parameter_layouts_are_told_apart():

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.cli.fuzz_cmd import local_paths
-from pytest_mlirtrace.cli.main import build_parser, main
-from pytest_mlirtrace.fuzz import report as fuzz_report
-from pytest_mlirtrace.store import parse_store
+from pytest_mlirtrace._internal.cli.fuzz_cmd import local_paths
+from pytest_mlirtrace._internal.cli.main import build_parser, main
+from pytest_mlirtrace._internal.fuzz import report as fuzz_report
+from pytest_mlirtrace._internal.store import parse_store
 
 
 def parse(*argv):
@@ -44,7 +44,7 @@ def test_usage_errors_exit_2(argv):
 
 def test_unknown_fault_is_a_usage_error(tmp_path):
     env = dict(os.environ, MLIRTRACE_INJECT="no_such_fault")
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", "5", "--repro-dir",
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "fuzz", "--budget", "5", "--repro-dir",
                         str(tmp_path / "r"), "--database", "none"], env=env, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 2, p.stdout + p.stderr
@@ -107,8 +107,8 @@ def test_an_unknown_kind_is_a_usage_error(tmp_path, capsys):
 def test_summary_lists_cases_rate_failures_and_reproducers():
     from collections import Counter
 
-    from pytest_mlirtrace import ir
-    from pytest_mlirtrace.fuzz import FailingCase, FuzzReport, FuzzStats
+    from pytest_mlirtrace._internal import ir
+    from pytest_mlirtrace._internal.fuzz import FailingCase, FuzzReport, FuzzStats
 
     m = ir.Module()
     m.add_return(m.add("relu", m.add_param("x0", "f32", [2])))
@@ -124,7 +124,7 @@ def test_summary_lists_cases_rate_failures_and_reproducers():
 
 def test_json_prints_the_report_on_stdout_and_progress_stays_on_stderr(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MLIRTRACE_INJECT"}
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", "8", "--seed", "2",
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "fuzz", "--budget", "8", "--seed", "2",
                         "--kinds", "pointwise", "--repro-dir", str(tmp_path / "r"), "--database", "none", "--json",
                         "--report", str(tmp_path / "report.json")], env=env, capture_output=True, text=True,
                        timeout=300)
@@ -137,9 +137,9 @@ def test_json_prints_the_report_on_stdout_and_progress_stays_on_stderr(tmp_path)
 
 
 def test_help_names_every_planted_fault_and_every_kind(capsys):
-    from pytest_mlirtrace.cli.main import main
-    from pytest_mlirtrace.strategies import ALL_KINDS
-    from pytest_mlirtrace.vocab.faults import FAULTS
+    from pytest_mlirtrace._internal.cli.main import main
+    from pytest_mlirtrace._internal.strategies import ALL_KINDS
+    from pytest_mlirtrace._internal.vocab.faults import FAULTS
 
     with pytest.raises(SystemExit):
         main(["fuzz", "--help"])
@@ -154,7 +154,7 @@ def test_build_fast_builds_the_same_kernels_with_optimisations_off_and_still_fin
     """--build fast: the header says so; a planted wrong-number fault is still found, and its reproducer
     builds the kernel as the case was built (-cl-opt-disable) and fails alone."""
     env = dict(os.environ, MLIRTRACE_INJECT="k_tail_off_by_one")
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", "25", "--seed", "1",
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "fuzz", "--budget", "25", "--seed", "1",
                         "--kinds", "gemm", "--build", "fast", "--repro-dir", str(tmp_path / "r"), "--database",
                         "none", "--max-findings", "1", "--json"], env=env, capture_output=True, text=True,
                        timeout=400)
@@ -162,8 +162,8 @@ def test_build_fast_builds_the_same_kernels_with_optimisations_off_and_still_fin
     assert "build fast (optimisations off)" in p.stderr
     import json
 
-    from pytest_mlirtrace.codegen import FAST_BUILD_OPTIONS
-    from pytest_mlirtrace.repro.writer import read_payload
+    from pytest_mlirtrace._internal.codegen import FAST_BUILD_OPTIONS
+    from pytest_mlirtrace._internal.repro.writer import read_payload
     assert json.loads(p.stdout)["findings"]
     scripts = list((tmp_path / "r").glob("*.py"))
     assert len(scripts) == 1
@@ -174,6 +174,6 @@ def test_build_fast_builds_the_same_kernels_with_optimisations_off_and_still_fin
 
 
 def test_an_unknown_build_is_refused_before_any_case():
-    from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
+    from pytest_mlirtrace._internal.fuzz import Fuzzer, FuzzOptions
     with pytest.raises(ValueError, match="build 'turbo': expected one of full, fast"):
         Fuzzer(FuzzOptions(build="turbo", database=None))

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from pytest_mlirtrace import codegen, engine
-from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
-from pytest_mlirtrace.repro import signature
+from pytest_mlirtrace._internal import codegen, engine
+from pytest_mlirtrace._internal.fuzz import Fuzzer, FuzzOptions
+from pytest_mlirtrace._internal.repro import signature
 
 
 def case_signature(rec) -> str:
@@ -124,8 +124,8 @@ def test_two_campaigns_at_once_each_on_its_own_thread_write_one_bug_once(simulat
 def test_a_parser_bug_is_found_through_the_text_round_trip(simulated, monkeypatch, tmp_path):
     """A planted parser bug (MLIR with shaped types loses a reduce's axes): every case goes through the texts,
     so the fuzz finds it, shrinks it to a reduction and writes it up, before any kernel is built."""
-    from pytest_mlirtrace import mlir
-    from pytest_mlirtrace.fuzz import engine as fe
+    from pytest_mlirtrace._internal import mlir
+    from pytest_mlirtrace._internal.fuzz import engine as fe
 
     real = mlir.parse_mlir_module
 
@@ -162,7 +162,8 @@ def test_past_the_budget_and_its_write_grace_a_finding_is_written_unchecked(simu
     """No reproducer is started once the budget plus its write grace is spent: the finding is written with a
     note saying it was not run alone, and nothing is called planted or not."""
     started = []
-    monkeypatch.setattr("pytest_mlirtrace.repro.launch.run_group_output", lambda *a, **_k: started.append(a) or (0, ""))
+    monkeypatch.setattr("pytest_mlirtrace._internal.repro.launch.run_group_output",
+                        lambda *a, **_k: started.append(a) or (0, ""))
     # (the shrink may take longer than the budget: what was found is written once the budget runs out)
     o = FuzzOptions(budget_s=4, seed=3, repro_dir=str(tmp_path / "r"), database=None, jobs=1, kinds=("gemm",),
                     max_dim=8, verify=True, write_grace_s=0.0, shrink_budget_s=100)
@@ -176,7 +177,7 @@ def test_past_the_budget_and_its_write_grace_a_finding_is_written_unchecked(simu
 def test_an_examples_solutions_are_dealt_to_the_lanes_and_come_back_in_their_order(simulated, tmp_path):
     """Each lane gets every other solution and builds its share in one request (Pipeline.prebuild); the
     results come back in the solutions' order, each solution once per seed."""
-    from pytest_mlirtrace import ir
+    from pytest_mlirtrace._internal import ir
 
     m = ir.Module()     # no transpose, K < 5: no planted bug (every seed runs)
     m.add_return(m.add("dot", m.add_param("a", "f32", [1, 8, 4]), m.add_param("b", "f32", [1, 4, 8])))

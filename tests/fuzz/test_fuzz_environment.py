@@ -3,8 +3,8 @@ nothing as a finding, however many cases were queued (once 678 worker failures b
 
 import pytest
 
-from pytest_mlirtrace import engine, runtime
-from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
+from pytest_mlirtrace._internal import engine, runtime
+from pytest_mlirtrace._internal.fuzz import Fuzzer, FuzzOptions
 
 
 def test_an_environment_failure_mid_fuzz_stops_it_with_no_finding(tmp_path):

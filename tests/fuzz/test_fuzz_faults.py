@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.codegen import FAULTS
-from pytest_mlirtrace.ir.ops import conv_params
-from pytest_mlirtrace.vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.codegen import FAULTS
+from pytest_mlirtrace._internal.ir.ops import conv_params
+from pytest_mlirtrace._internal.vocab.faults import ATTENTION_FAULTS, CONV_FAULTS, PARSER_FAULTS
 
 # (budget, extra args) per fault: the hang needs a shorter timeout to shrink within its budget
 BUDGETS = {
@@ -60,7 +60,7 @@ def _env(inject: str | None) -> dict:
 
 def fuzz(tmp: Path, inject: str | None, budget: float, *extra: str, seed: int = 1):
     report = tmp / "report.json"
-    cmd = [sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", str(budget), "--seed", str(seed),
+    cmd = [sys.executable, "-m", "pytest_mlirtrace", "fuzz", "--budget", str(budget), "--seed", str(seed),
            "--repro-dir", str(tmp / "repro"), "--database", str(tmp / "db"), "--report", str(report), *extra]
     p = subprocess.run(cmd, cwd=tmp, env=_env(inject), capture_output=True, text=True,
                        timeout=budget + WRITE_GRACE_S + COMPILE_TIMEOUT_S + 120)
@@ -204,7 +204,7 @@ def test_conv_faults_leave_non_conv_kernels_unchanged():
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from pytest_mlirtrace.strategies import fused_graphs, solution_list
+    from pytest_mlirtrace._internal.strategies import fused_graphs, solution_list
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(fused_graphs(kinds=("gemm", "pointwise", "reduce", "softmax"), max_dim=12, max_elements=1024),
@@ -247,7 +247,7 @@ def test_conv_faults_change_the_conv_kernels_they_apply_to(pad, group, changes):
 
 
 def solution_list_for(m):
-    from pytest_mlirtrace.strategies import solution_list
+    from pytest_mlirtrace._internal.strategies import solution_list
     sols = solution_list(codegen.problem_of(m))
     # the default, a LocalTiles=1 one and a 1x1 tile: both kernel shapes
     return [sols[0]] + [s for s in sols if s.LocalTiles][:1] + [s for s in sols if s.MPerBlock == 1][:1]

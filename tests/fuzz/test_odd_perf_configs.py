@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, find, settings
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.fuzz import Fuzzer, FuzzOptions
-from pytest_mlirtrace.fuzz.report import summary
-from pytest_mlirtrace.fuzz.results import FuzzReport
-from pytest_mlirtrace.strategies import fused_cases
-from pytest_mlirtrace.strategies.solutions import ODD_FORMS, odd_perf_config
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.fuzz import Fuzzer, FuzzOptions
+from pytest_mlirtrace._internal.fuzz.report import summary
+from pytest_mlirtrace._internal.fuzz.results import FuzzReport
+from pytest_mlirtrace._internal.strategies import fused_cases
+from pytest_mlirtrace._internal.strategies.solutions import ODD_FORMS, odd_perf_config
 
 from ..codegen.cg_modules import gemm
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import ir
+from pytest_mlirtrace._internal import ir
 
 
 @pytest.fixture

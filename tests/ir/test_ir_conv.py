@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import IRError, Module, evaluate, random_inputs
+from pytest_mlirtrace._internal.ir import IRError, Module, evaluate, random_inputs
 
 
 def conv_module(x, w, dt="f32", xs=None, ws=None, op="convolution", **attrs):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import IRError, Module, Shape, evaluate
-from pytest_mlirtrace.ir.dtypes import f32_to_bf16
+from pytest_mlirtrace._internal.ir import IRError, Module, Shape, evaluate
+from pytest_mlirtrace._internal.ir.dtypes import f32_to_bf16
 
 
 def mod(*params):

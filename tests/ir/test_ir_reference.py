@@ -4,9 +4,17 @@ import math
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS, Module, evaluate, random_inputs
-from pytest_mlirtrace.ir.dtypes import bf16_to_f32, f32_to_bf16
-from pytest_mlirtrace.ir.ops import RULES
+from pytest_mlirtrace._internal.ir import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    REDUCE_OPS,
+    UNARY_OPS,
+    Module,
+    evaluate,
+    random_inputs,
+)
+from pytest_mlirtrace._internal.ir.dtypes import bf16_to_f32, f32_to_bf16
+from pytest_mlirtrace._internal.ir.ops import RULES
 
 
 def rng(seed):
@@ -198,7 +206,7 @@ def test_literal_and_seeded_random_inputs():
 
 
 def _dot_then(dot_dt, out_dt, between=None):
-    from pytest_mlirtrace.ir import dtype
+    from pytest_mlirtrace._internal.ir import dtype
 
     m = Module()
     a = m.add_param("a", dot_dt, [2, 8, 16])
@@ -217,13 +225,13 @@ def _dot_then(dot_dt, out_dt, between=None):
     ("f32", "f32", "f32"),
 ])
 def test_result_precision_is_the_coarsest_float_on_the_way(dot_dt, out_dt, want):
-    from pytest_mlirtrace.ir import result_precisions
+    from pytest_mlirtrace._internal.ir import result_precisions
 
     assert [d.name for d in result_precisions(_dot_then(dot_dt, out_dt, "relu"))] == [want]
 
 
 def test_result_precision_ignores_parameter_dtypes_and_keeps_integer_outputs():
-    from pytest_mlirtrace.ir import dtype, result_precisions
+    from pytest_mlirtrace._internal.ir import dtype, result_precisions
 
     m = Module()
     a = m.add_param("a", "f16", [4])          # exact in f32: its dtype adds no rounding

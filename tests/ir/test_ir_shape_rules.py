@@ -1,7 +1,7 @@
 """Every op's shape rule: the shape it gives, and a clear error (naming the instruction) for bad input."""
 import pytest
 
-from pytest_mlirtrace.ir import (
+from pytest_mlirtrace._internal.ir import (
     BINARY_OPS,
     COMPARE_OPS,
     REDUCE_OPS,
@@ -12,7 +12,7 @@ from pytest_mlirtrace.ir import (
     UnsupportedOp,
     standard_strides,
 )
-from pytest_mlirtrace.ir.ops import RULES
+from pytest_mlirtrace._internal.ir.ops import RULES
 
 
 def mod(*params):

@@ -5,7 +5,7 @@ stride must cover the dims inside it and, when it is larger (padding), be a mult
 The refused examples are those of rocMLIR's own test migraphx-to-tosa-non-contiguous-strides.mlir."""
 from __future__ import annotations
 
-from pytest_mlirtrace.ir.shape import Shape, layout_problem
+from pytest_mlirtrace._internal.ir.shape import Shape, layout_problem
 
 
 def test_rule_standard_layout_is_laid_out():

@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import Module, TextParseError, evaluate, parse_module, print_module, random_inputs
+from pytest_mlirtrace._internal.ir import Module, TextParseError, evaluate, parse_module, print_module, random_inputs
 from tests.corpus import MISSING, TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -7,10 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import IRError, Shape, TextParseError, evaluate, parse_module, print_module, random_inputs
-from pytest_mlirtrace.ir.printer import style_of
-from pytest_mlirtrace.ir.text import not_runnable
-from pytest_mlirtrace.ir.text_values import RawValue
+from pytest_mlirtrace._internal.ir import (
+    IRError,
+    Shape,
+    TextParseError,
+    evaluate,
+    parse_module,
+    print_module,
+    random_inputs,
+)
+from pytest_mlirtrace._internal.ir.printer import style_of
+from pytest_mlirtrace._internal.ir.text import not_runnable
+from pytest_mlirtrace._internal.ir.text_values import RawValue
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PROGRAMS = sorted(p.name for p in (DATA / "migraphx").glob("*.txt"))
@@ -200,7 +208,7 @@ def test_bad_printer_forms_name_their_line(text, line, msg):
 
 
 def test_a_string_that_reads_as_a_shape_or_has_a_comma_is_quoted():
-    from pytest_mlirtrace.ir import Module
+    from pytest_mlirtrace._internal.ir import Module
 
     m = Module()
     x = m.add_param("x", "f32", [2])

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
+from pytest_mlirtrace._internal.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "migraphx"
 

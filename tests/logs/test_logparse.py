@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace.ir.shape import Shape
-from pytest_mlirtrace.logs import LogError, TraceLogParts, parse_log, parse_perf_config, parse_problem_key
+from pytest_mlirtrace._internal.ir.shape import Shape
+from pytest_mlirtrace._internal.logs import LogError, TraceLogParts, parse_log, parse_perf_config, parse_problem_key
 from tests.corpus import ROCMLIR, TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -19,7 +19,7 @@ CORPUS = TRACES
 
 def _layer_available() -> bool:
     try:
-        from pytest_mlirtrace.mlir import parse_mlir  # noqa: F401
+        from pytest_mlirtrace._internal.mlir import parse_mlir  # noqa: F401
     except Exception:
         return False
     return True

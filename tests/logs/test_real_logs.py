@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.logs import parse_log
+from pytest_mlirtrace._internal.cli.main import main
+from pytest_mlirtrace._internal.logs import parse_log
 from tests.corpus import TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -199,7 +199,7 @@ def test_an_unrecognised_line_is_listed_with_its_number(tmp_path, capsys):
 
 
 def test_every_module_dump_of_the_real_logs_prints_back_as_logged():
-    from pytest_mlirtrace.ir import print_module
+    from pytest_mlirtrace._internal.ir import print_module
 
     seen = 0
     for path in [DATA / n for n in LOGS] + [TRACES / n for n in CORPUS]:

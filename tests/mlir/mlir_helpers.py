@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from pytest_mlirtrace.ir import evaluate, random_inputs
+from pytest_mlirtrace._internal.ir import evaluate, random_inputs
 
 
 def inputs_for(parsed, original, inputs):
@@ -53,8 +53,8 @@ STRINGS = st.one_of(ODD, ANY_TEXT)
 
 def renamed(m, names: dict):
     """``m`` with its params renamed (instruction names of the params too)."""
-    from pytest_mlirtrace.ir import Module
-    from pytest_mlirtrace.ir.instruction import Instruction
+    from pytest_mlirtrace._internal.ir import Module
+    from pytest_mlirtrace._internal.ir.instruction import Instruction
 
     out = Module(name=m.name, target_id=m.target_id)
     for ins in m.instructions:
@@ -69,7 +69,7 @@ def renamed(m, names: dict):
 def odd_modules(draw, max_dim: int = 6, max_elements: int = 128):
     """``fused_graphs()`` modules with string attributes (any text, in key and value) on some ops and
     parameters with odd names (quotes, backslashes, newlines, spaces, commas, brackets, non-ASCII)."""
-    from pytest_mlirtrace.strategies import fused_graphs
+    from pytest_mlirtrace._internal.strategies import fused_graphs
 
     m = draw(fused_graphs(max_dim=max_dim, max_elements=max_elements))
     ops = [i for i in m.instructions if keeps_attrs(i)]
@@ -96,9 +96,9 @@ def many_funcs(n: int | None = None, mib: float | None = None, seed: int = 12) -
     attributes.  Returns (text, func names).  ``benchmarks/bench_parse.py`` times files made here."""
     import random
 
-    from pytest_mlirtrace.mlir import FuncAttrs, emit_func
-    from pytest_mlirtrace.strategies.graph_builder import ALL_KINDS, FLOAT_OPS, VIEW_RECIPES, Plan, Step
-    from pytest_mlirtrace.strategies.graphs import build_module
+    from pytest_mlirtrace._internal.mlir import FuncAttrs, emit_func
+    from pytest_mlirtrace._internal.strategies.graph_builder import ALL_KINDS, FLOAT_OPS, VIEW_RECIPES, Plan, Step
+    from pytest_mlirtrace._internal.strategies.graphs import build_module
 
     rng = random.Random(seed)
     parts, names, size = [], [], 0

@@ -13,13 +13,13 @@ import math
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import Module, evaluate, random_inputs
-from pytest_mlirtrace.ir.dtypes import BY_NAME, from_compute, narrow_encode, to_compute
-from pytest_mlirtrace.ir.reference import unpack
-from pytest_mlirtrace.mlir import emit_func, normalise_mlir, parse_mlir
-from pytest_mlirtrace.mlir.equiv import module_difference
-from pytest_mlirtrace.vocab import Status
-from pytest_mlirtrace.vocab.problem_key import format_problem_key, parse_problem_key
+from pytest_mlirtrace._internal.ir import Module, evaluate, random_inputs
+from pytest_mlirtrace._internal.ir.dtypes import BY_NAME, from_compute, narrow_encode, to_compute
+from pytest_mlirtrace._internal.ir.reference import unpack
+from pytest_mlirtrace._internal.mlir import emit_func, normalise_mlir, parse_mlir
+from pytest_mlirtrace._internal.mlir.equiv import module_difference
+from pytest_mlirtrace._internal.vocab import Status
+from pytest_mlirtrace._internal.vocab.problem_key import format_problem_key, parse_problem_key
 from tests.corpus import MISSING, ROCMLIR
 
 from ..settings import DEVICE
@@ -60,7 +60,7 @@ def inputs_for(m: Module, seed: int) -> dict:
 
 @pytest.fixture(scope="module")
 def device():
-    from pytest_mlirtrace.runtime import resolve_device
+    from pytest_mlirtrace._internal.runtime import resolve_device
 
     return resolve_device(DEVICE)
 
@@ -72,7 +72,7 @@ SLOW_RUNS = {"mlir_quant_dot_fp4"}
 @pytest.mark.parametrize("file,name", [pytest.param(f, n, id=n, marks=pytest.mark.slow if n in SLOW_RUNS else ())
                                        for f, n in RUNS])
 def test_quantize_func_parses_round_trips_and_runs(file, name, device, tmp_path):
-    from pytest_mlirtrace.engine import Pipeline, TuningDatabase
+    from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase
 
     f = func(file, name)
     assert f.ok, f.reason
@@ -111,7 +111,7 @@ def test_what_the_funcs_hold():
     assert [fp4.get(i).shape.dtype.name for i in qd.inputs] == ["f4E2M1FN", "f4E2M1FN", "f8E8M0FNU", "f8E8M0FNU"]
     assert qd.shape.dtype.name == "f32" and qd.shape.lens == (1, 256, 50272)
     assert "mlirtrace.scaled_by" not in qd.attrs
-    from pytest_mlirtrace.codegen import problem_of
+    from pytest_mlirtrace._internal.codegen import problem_of
 
     # rocMLIR's own key for it, as the file's EMITKEY line (rocmlir-gen --emit-tuning-key) gives it
     text = (ROCMLIR / "fusion__e2e__mixr-gemm-fp4__mixr_rsp_rsp_quant_dot.mlir").read_text(encoding="utf-8")
@@ -205,7 +205,7 @@ def test_unpack_oracle_by_hand():
 @pytest.mark.parametrize("name", ["f8E4M3FN", "f8E5M2", "f8E8M0FNU", "f4E2M1FN"])
 def test_kernel_decodes_every_code(name, device, tmp_path):
     """A convert of every code to f32, on the device: the OpenCL decode helpers against the format tables."""
-    from pytest_mlirtrace.engine import Pipeline, TuningDatabase
+    from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase
 
     n = 16 if name == "f4E2M1FN" else 256
     m = Module()
@@ -219,7 +219,7 @@ def test_kernel_decodes_every_code(name, device, tmp_path):
 
 
 def test_kernel_rounds_to_e8m0_by_its_exponent(device, tmp_path):
-    from pytest_mlirtrace.engine import Pipeline, TuningDatabase
+    from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase
 
     m = Module()
     m.add_param("x", "f32", [12])

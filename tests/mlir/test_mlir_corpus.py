@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.ir import evaluate, random_inputs
-from pytest_mlirtrace.mlir import MLIRParseError, emit_func, normalise_mlir, parse_mlir
-from pytest_mlirtrace.vocab import Status
+from pytest_mlirtrace._internal.ir import evaluate, random_inputs
+from pytest_mlirtrace._internal.mlir import MLIRParseError, emit_func, normalise_mlir, parse_mlir
+from pytest_mlirtrace._internal.vocab import Status
 from tests.corpus import MISSING, ROCMLIR, TRACES
 
 from ..settings import DEVICE
@@ -188,8 +188,8 @@ def test_every_corpus_func_runs_and_matches_the_oracle(path):
     gemm-gemm, conv-gemm, multi-output, gemm + reduce and quantize programs among them). Slow (about two
     minutes for the corpus; the fp4 gemm alone is 256 x 50272 x 768): the default suite runs the same funcs
     kind by kind."""
-    from pytest_mlirtrace.codegen import NotSupported
-    from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
+    from pytest_mlirtrace._internal.codegen import NotSupported
+    from pytest_mlirtrace._internal.engine import MemoryDatabase, Pipeline
 
     funcs = [f for f in parsed(path) if f.ok]
     if not funcs:

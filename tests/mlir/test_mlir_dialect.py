@@ -5,8 +5,15 @@ import pytest
 from xdsl.dialects.builtin import Float16Type, IntegerType, Signedness, TensorType
 from xdsl.printer import Printer
 
-from pytest_mlirtrace.mlir import normalise_mlir, parse_mlir
-from pytest_mlirtrace.mlir.dialect import OPS, MIGraphXOp, ShapedType, TrackingParser, UnknownCustomOp, make_context
+from pytest_mlirtrace._internal.mlir import normalise_mlir, parse_mlir
+from pytest_mlirtrace._internal.mlir.dialect import (
+    OPS,
+    MIGraphXOp,
+    ShapedType,
+    TrackingParser,
+    UnknownCustomOp,
+    make_context,
+)
 
 
 def parse(text):
@@ -168,8 +175,8 @@ def test_aliases_comments_and_unit_attrs_are_taken_as_they_are():
 def test_an_op_seen_out_of_place_does_not_change_later_parses():
     """A bare ``return`` at the top level once made every later ``return`` an unknown op (the shared context
     kept the opaque op under the bare name)."""
-    from pytest_mlirtrace.mlir import MLIRParseError, parse_mlir
-    from pytest_mlirtrace.mlir import parse as parse_mod
+    from pytest_mlirtrace._internal.mlir import MLIRParseError, parse_mlir
+    from pytest_mlirtrace._internal.mlir import parse as parse_mod
 
     good = ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
             "  %0 = migraphx.relu(%a) : (tensor<2xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n")

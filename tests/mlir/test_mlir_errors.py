@@ -3,7 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.mlir import MLIRParseError, MLIRUnsupportedError, MLIRVerifyError, parse_mlir, parse_mlir_module
+from pytest_mlirtrace._internal.mlir import (
+    MLIRParseError,
+    MLIRUnsupportedError,
+    MLIRVerifyError,
+    parse_mlir,
+    parse_mlir_module,
+)
 
 SEED = (Path(__file__).resolve().parents[1] / "data" / "seed_module.mlir").read_text()
 # other funcs before the faulty one: each func is parsed on its own, its positions shifted back (the small
@@ -181,7 +187,7 @@ def test_a_later_func_reports_its_own_places():
 def test_elementwise_operands_broadcast_implicitly_as_older_rocmlir_programs_write_them():
     """rocMLIR's resnet50 int8 fusion test adds a 1x128x1x1 bias to a 1x128x28x28 result without a
     multibroadcast (its TOSA lowering broadcasts): the converter writes the multibroadcast MIGraphX would."""
-    from pytest_mlirtrace.mlir import parse_mlir_module
+    from pytest_mlirtrace._internal.mlir import parse_mlir_module
 
     text = """func.func @test(%arg0: tensor<1x4x1x1xi32>, %arg1: tensor<1x4x3x3xi32>) -> tensor<1x4x3x3xi32> {
   %0 = migraphx.add(%arg1, %arg0) : (tensor<1x4x3x3xi32>, tensor<1x4x1x1xi32>) -> tensor<1x4x3x3xi32>

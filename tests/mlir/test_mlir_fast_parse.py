@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace.mlir import FuncAttrs, emit_mlir, parse_mlir, split
-from pytest_mlirtrace.mlir import parse as parse_mod
-from pytest_mlirtrace.strategies import fused_graphs
+from pytest_mlirtrace._internal.mlir import FuncAttrs, emit_mlir, parse_mlir, split
+from pytest_mlirtrace._internal.mlir import parse as parse_mod
+from pytest_mlirtrace._internal.strategies import fused_graphs
 from tests.corpus import ROCMLIR, TRACES
 
 from .mlir_helpers import STRINGS, many_funcs, odd_modules

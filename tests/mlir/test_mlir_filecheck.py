@@ -8,8 +8,8 @@ import pytest
 from filecheck.matcher import Matcher
 from filecheck.options import parse_argv_options
 
-from pytest_mlirtrace.ir import Module, parse_module
-from pytest_mlirtrace.mlir import emit_mlir
+from pytest_mlirtrace._internal.ir import Module, parse_module
+from pytest_mlirtrace._internal.mlir import emit_mlir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

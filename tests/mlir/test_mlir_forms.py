@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlirtrace.ir import evaluate, random_inputs
-from pytest_mlirtrace.logs.mlir_scan import scan_mlir
-from pytest_mlirtrace.mlir import MLIRParseError, is_mlir, module_difference, parse_mlir
+from pytest_mlirtrace._internal.ir import evaluate, random_inputs
+from pytest_mlirtrace._internal.logs.mlir_scan import scan_mlir
+from pytest_mlirtrace._internal.mlir import MLIRParseError, is_mlir, module_difference, parse_mlir
 
 T_A, T_B, T_C = "tensor<1x5x4xf32>", "tensor<1x4x3xf32>", "tensor<1x5x3xf32>"
 
@@ -149,7 +149,7 @@ def test_a_malformed_2023_op_names_where_and_what():
 def test_generic_and_2022_mlir_in_a_log_are_found_named_and_runnable():
     """MLIR printed inside a MIGraphX exception in the generic form, and a 2022 ``func @main`` module, are
     MLIR modules of the log (logs.parse_log), scanned (logs.mlir_scan) and parsed (mlir layer)."""
-    from pytest_mlirtrace.logs import parse_log
+    from pytest_mlirtrace._internal.logs import parse_log
 
     generic = ("terminate called after throwing an instance of 'migraphx::version_1::exception'\n"
                "  what():  /src/AMDMIGraphX/src/targets/gpu/mlir.cpp:700: run_high_level_pipeline: "

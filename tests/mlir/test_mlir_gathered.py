@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.ir import evaluate, random_inputs
-from pytest_mlirtrace.mlir import emit_func, module_difference, normalise_mlir, parse_mlir
-from pytest_mlirtrace.vocab import Status
+from pytest_mlirtrace._internal.ir import evaluate, random_inputs
+from pytest_mlirtrace._internal.mlir import emit_func, module_difference, normalise_mlir, parse_mlir
+from pytest_mlirtrace._internal.vocab import Status
 
 from ..settings import DEVICE
 from .mlir_helpers import macs
@@ -90,7 +90,7 @@ def test_gathered_file(path):
 
 @pytest.fixture(scope="module")
 def device():
-    from pytest_mlirtrace.runtime import resolve_device
+    from pytest_mlirtrace._internal.runtime import resolve_device
 
     return resolve_device(DEVICE)
 
@@ -108,7 +108,7 @@ SMALL_RUNS = [("rocmlir__Conversion__MIGraphXToTosa__mixr-to-tosa-ops__2022-func
 def test_small_gathered_funcs_run_and_match_the_oracle(name, func, tol, device, tmp_path):
     import numpy as np
 
-    from pytest_mlirtrace.engine import Pipeline, TuningDatabase
+    from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase
 
     f = next(f for f in parse_mlir((DATA / "mlir" / name).read_text(encoding="utf-8"), name) if f.name == func)
     m = f.module
@@ -136,7 +136,7 @@ def test_every_gathered_func_runs_and_matches_the_oracle(name, index, device):
     """Each func the parser takes is compiled (default solution) and run through the isolated runtime, and its
     outputs match the oracle within the computation's error bounds (the pipeline's own check, on inputs drawn
     from a fixed seed)."""
-    from pytest_mlirtrace.engine import MemoryDatabase, Pipeline
+    from pytest_mlirtrace._internal.engine import MemoryDatabase, Pipeline
 
     f = parse_mlir((DATA / "mlir" / name).read_text(encoding="utf-8"), name)[index]
     res = Pipeline(device, database=MemoryDatabase(), inject="", timeout_s=120).run(f.module, seed=5)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.mlir import parse_mlir_module
-from pytest_mlirtrace.vocab import Status
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.mlir import parse_mlir_module
+from pytest_mlirtrace._internal.vocab import Status
 
 from ..settings import DEVICE
 from ..sweeps import SWEEP, tune_part
@@ -36,14 +36,14 @@ STRIDES = {"zero": "0x32x1", "zero_middle": "256x0x1", "padded": "320x40x1", "pe
 
 @pytest.fixture(scope="module")
 def device():
-    from pytest_mlirtrace.runtime import resolve_device
+    from pytest_mlirtrace._internal.runtime import resolve_device
 
     return resolve_device(DEVICE)
 
 
 @pytest.fixture
 def tuning_db(tmp_path):
-    from pytest_mlirtrace.engine import TuningDatabase
+    from pytest_mlirtrace._internal.engine import TuningDatabase
 
     return TuningDatabase(tmp_path / "tuning.json")
 
@@ -77,7 +77,7 @@ def test_packing_refuses_values_its_layout_cannot_hold():
 @pytest.mark.parametrize("part", SWEEP)
 @pytest.mark.parametrize("kind", ["zero", "zero_middle", "padded", "permuted", "contiguous"])
 def test_dot_with_strided_weight_matches_the_oracle_with_every_solution(kind, part, device, tuning_db):
-    from pytest_mlirtrace.engine import Pipeline
+    from pytest_mlirtrace._internal.engine import Pipeline
 
     module, text = _module(DOT, STRIDES[kind])
     pipe = Pipeline(device, database=tuning_db, warmup=0, repeats=1, inject="", seed=23)
@@ -89,7 +89,7 @@ def test_dot_with_strided_weight_matches_the_oracle_with_every_solution(kind, pa
 @pytest.mark.parametrize("kind", ["zero", "padded", "permuted"])
 @pytest.mark.parametrize("dt", ["f32", "f16"])
 def test_pointwise_with_strided_argument_matches_the_oracle(kind, dt, device, tuning_db):
-    from pytest_mlirtrace.engine import Pipeline
+    from pytest_mlirtrace._internal.engine import Pipeline
 
     module, text = _module(ADD, STRIDES[kind], dt)
     inputs = ir.random_inputs(module, 31)

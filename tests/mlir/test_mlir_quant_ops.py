@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlirtrace.ir import Module
-from pytest_mlirtrace.mlir import emit_mlir, normalise_mlir, parse_mlir, parse_mlir_module
-from pytest_mlirtrace.mlir import parse as parse_mod
-from pytest_mlirtrace.mlir.emit import param_names
+from pytest_mlirtrace._internal.ir import Module
+from pytest_mlirtrace._internal.mlir import emit_mlir, normalise_mlir, parse_mlir, parse_mlir_module
+from pytest_mlirtrace._internal.mlir import parse as parse_mod
+from pytest_mlirtrace._internal.mlir.emit import param_names
 
 from .test_mlir_fast_parse import module_difference_strict
 

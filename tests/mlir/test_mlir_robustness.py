@@ -3,7 +3,7 @@ import random
 import time
 from pathlib import Path
 
-from pytest_mlirtrace.mlir import MLIRParseError, parse_mlir
+from pytest_mlirtrace._internal.mlir import MLIRParseError, parse_mlir
 
 SEED = (Path(__file__).resolve().parents[1] / "data" / "seed_module.mlir").read_text()
 PIECES = ["(", ")", "{", "}", "<", ">", ",", "%", '"', "x", "0x", ":", "->", " ", "\n", "@", "#", "!", "1", "[", "]"]

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.ir import BINARY_OPS, REDUCE_OPS, UNARY_OPS, Module, parse_module, print_module
-from pytest_mlirtrace.mlir import emit_mlir, module_difference, normalise_mlir, parse_mlir, parse_mlir_module
+from pytest_mlirtrace._internal.ir import BINARY_OPS, REDUCE_OPS, UNARY_OPS, Module, parse_module, print_module
+from pytest_mlirtrace._internal.mlir import emit_mlir, module_difference, normalise_mlir, parse_mlir, parse_mlir_module
 
 from .mlir_helpers import assert_same_outputs
 
@@ -160,7 +160,7 @@ def test_param_names_are_padded_so_the_order_survives():
 
 
 def test_rock_attribute_spelling_round_trips():
-    from pytest_mlirtrace.mlir import FuncAttrs
+    from pytest_mlirtrace._internal.mlir import FuncAttrs
 
     m = binary()
     mlir = emit_mlir(m, attrs=FuncAttrs("gfx1100", "mixr", 48, prefix="rock."))

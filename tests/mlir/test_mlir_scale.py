@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from pytest_mlirtrace.mlir import MLIRParseError, parse_mlir, parse_mlir_module
-from pytest_mlirtrace.mlir import parse as parse_mod
+from pytest_mlirtrace._internal.mlir import MLIRParseError, parse_mlir, parse_mlir_module
+from pytest_mlirtrace._internal.mlir import parse as parse_mod
 
 from .mlir_helpers import many_funcs
 

@@ -1,6 +1,6 @@
 """The seed issue's module: MIGraphX text -> MLIR exactly as MIGraphX printed it, and back.
 
-"Equal" after the round trip (see pytest_mlirtrace.mlir.equiv): the same program once
+"Equal" after the round trip (see pytest_mlirtrace._internal.mlir.equiv): the same program once
 ``contiguous`` is dropped and params are named by position -- ``module_difference`` is None
 --, the parsed module re-emits identical MLIR, and the oracle gives bit-identical outputs
 on the same random inputs.
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.ir import parse_module, print_module
-from pytest_mlirtrace.mlir import (
+from pytest_mlirtrace._internal.ir import parse_module, print_module
+from pytest_mlirtrace._internal.mlir import (
     emit_mlir,
     module_difference,
     normalise_mlir,

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.mlir import is_mlir
+from pytest_mlirtrace._internal.cli.main import main
+from pytest_mlirtrace._internal.mlir import is_mlir
 from tests.corpus import MISSING, ROCMLIR
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import mlir
-from pytest_mlirtrace.ir import evaluate, random_inputs
-from pytest_mlirtrace.mlir import parse_mlir, parse_mlir_module
-from pytest_mlirtrace.vocab import Status
+from pytest_mlirtrace._internal import mlir
+from pytest_mlirtrace._internal.ir import evaluate, random_inputs
+from pytest_mlirtrace._internal.mlir import parse_mlir, parse_mlir_module
+from pytest_mlirtrace._internal.vocab import Status
 from tests.corpus import MISSING, ROCMLIR
 
 from ..settings import DEVICE
@@ -166,7 +166,7 @@ def test_rocmlir_multi_output_tests_are_valid(path):
 
 @pytest.fixture(scope="module")
 def device():
-    from pytest_mlirtrace.runtime import resolve_device
+    from pytest_mlirtrace._internal.runtime import resolve_device
 
     return resolve_device(DEVICE)
 
@@ -174,7 +174,7 @@ def device():
 def test_padded_output_layout_runs_and_matches_the_oracle(device, tmp_path):
     """rocMLIR's second padded-output func (a dot + sigmoid written with rows padded to 12) runs through the
     worker pool and matches the oracle on fresh random inputs."""
-    from pytest_mlirtrace.engine import Pipeline, TuningDatabase
+    from pytest_mlirtrace._internal.engine import Pipeline, TuningDatabase
 
     funcs = parse_mlir(ROCMLIR_STRIDES.read_text(), ROCMLIR_STRIDES.name)
     m = funcs[1].module

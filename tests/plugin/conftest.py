@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy  # noqa: F401  - imported before any inline run: pytester's sys.modules snapshot would
 import pytest  # drop what an inner run imports, and numpy's core cannot be loaded twice in a process
 
-import pytest_mlirtrace.plugin.facade  # noqa: F401  (the whole stack: ir .. repro)
+import pytest_mlirtrace._internal.plugin.facade  # noqa: F401  (the whole stack: ir .. repro)
 
 from .plugin_helpers import DOT_K4, DOT_T, NASTY_MLIR, PLANTING_CONFTEST
 

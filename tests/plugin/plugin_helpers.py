@@ -41,7 +41,7 @@ import os
 
 import pytest
 
-from pytest_mlirtrace import codegen
+from pytest_mlirtrace._internal import codegen
 
 _lower = codegen.lower
 CRASH = "for (long j = 0; j < (1L << 40); j += 4096) ((__global volatile int *)0)[j] = 1;"
@@ -97,7 +97,7 @@ def inner_report(pytester, test: str) -> dict:
 
 
 def repro_env(inject: str | None = None, no_package: bool = False, tmp: Path | None = None) -> dict:
-    from pytest_mlirtrace.runtime import ensure_opencl_env
+    from pytest_mlirtrace._internal.runtime import ensure_opencl_env
 
     ensure_opencl_env(import_pyopencl=False)   # the OpenCL setup the standalone path finds in the environment
     env = {k: v for k, v in os.environ.items() if k not in ("MLIRTRACE_INJECT", "PLANT")}

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 pytest_plugins = ["pytester"]
 
 INNER = '''
-from pytest_mlirtrace import ir
+from pytest_mlirtrace._internal import ir
 
 
 def dot(m, k, n):

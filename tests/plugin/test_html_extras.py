@@ -38,7 +38,7 @@ def test_nasty_mlir(mlirtrace, monkeypatch):
 
 
 def test_no_html_module_imported():
-    print("HTML_EXTRAS_IMPORTED", "pytest_mlirtrace.plugin.html_extras" in sys.modules)
+    print("HTML_EXTRAS_IMPORTED", "pytest_mlirtrace._internal.plugin.html_extras" in sys.modules)
 '''
 
 

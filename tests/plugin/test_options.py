@@ -13,8 +13,9 @@ def test_fails():
     assert 1 + 1 == 3
 
 def test_modules_untouched():
-    heavy = [m for m in ("pyopencl", "pytest_mlirtrace.trace", "pytest_mlirtrace.runtime", "pytest_mlirtrace.repro",
-                         "pytest_mlirtrace.plugin.facade", "numpy") if m in sys.modules]
+    heavy = [m for m in ("pyopencl", "pytest_mlirtrace._internal.trace", "pytest_mlirtrace._internal.runtime",
+                         "pytest_mlirtrace._internal.repro", "pytest_mlirtrace._internal.plugin.facade", "numpy")
+             if m in sys.modules]
     assert heavy == []
 """
 
@@ -41,7 +42,7 @@ def test_options_and_ini_keys_in_help(pytester):
 def test_options_reach_the_state(pytester):
     pytester.makeini("[pytest]\nmlir_repro_dir = out/repros\nmlir_device = pocl\nmlir_timeout = 7\n")
     pytester.makepyfile(test_state="""
-from pytest_mlirtrace.plugin.plugin import STATE_KEY
+from pytest_mlirtrace._internal.plugin.plugin import STATE_KEY
 
 def test_state(request, pytestconfig):
     s = pytestconfig.stash[STATE_KEY]
@@ -86,9 +87,9 @@ def test_summary_lists_index_entries_no_report_named(pytester):
     """A reproducer written during the session whose test report never arrived (a worker that died before
     sending it) is still listed, from INDEX.json."""
     pytester.makepyfile(test_lost="""
-from pytest_mlirtrace.plugin.plugin import STATE_KEY
-from pytest_mlirtrace.repro import FailureRecord, ReproWriter
-from pytest_mlirtrace.engine import Span
+from pytest_mlirtrace._internal.plugin.plugin import STATE_KEY
+from pytest_mlirtrace._internal.repro import FailureRecord, ReproWriter
+from pytest_mlirtrace._internal.engine import Span
 
 
 def test_lost(pytestconfig):
@@ -106,7 +107,7 @@ def test_lost(pytestconfig):
 def test_the_repro_ini_key_turns_reproducers_off(pytester):
     pytester.makeini("[pytest]\nmlir_repro = false\n")
     pytester.makepyfile(test_state="""
-from pytest_mlirtrace.plugin.plugin import STATE_KEY
+from pytest_mlirtrace._internal.plugin.plugin import STATE_KEY
 
 def test_state(pytestconfig):
     print("REPRO", pytestconfig.stash[STATE_KEY].repro)

@@ -7,7 +7,7 @@ import json
 pytest_plugins = ["pytester"]
 
 INNER = '''
-from pytest_mlirtrace import ir
+from pytest_mlirtrace._internal import ir
 
 
 def module(m=19, k=21, n=23):

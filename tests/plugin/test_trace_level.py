@@ -13,7 +13,7 @@ def plain(pytester, monkeypatch):
     for var in ("MIGRAPHX_TRACE_MLIR", "MIGRAPHX_TRACE_BENCHMARKING"):
         monkeypatch.delenv(var, raising=False)
     pytester.makepyfile(test_x="""
-from pytest_mlirtrace.plugin.plugin import STATE_KEY
+from pytest_mlirtrace._internal.plugin.plugin import STATE_KEY
 
 def test_x(pytestconfig):
     print("LEVEL", pytestconfig.stash[STATE_KEY].level)

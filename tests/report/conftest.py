@@ -34,7 +34,7 @@ class Inputs:
 
 
 def cli(*args, env, timeout=600, check=None) -> subprocess.CompletedProcess:
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", *map(str, args)], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", *map(str, args)], capture_output=True,
                        text=True, timeout=timeout, env=env)
     if check is not None:
         assert p.returncode == check, \

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from pytest_mlirtrace.report import write_report
+from pytest_mlirtrace._internal.report import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "report-screenshot.png"

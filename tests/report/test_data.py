@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from pytest_mlirtrace.report import gather
-from pytest_mlirtrace.report.data import ReportInputError, parse_bench_table, read_fuzz_report
+from pytest_mlirtrace._internal.report import gather
+from pytest_mlirtrace._internal.report.data import ReportInputError, parse_bench_table, read_fuzz_report
 
 
 def test_findings_come_from_the_index_the_payloads_and_the_replay(inputs):
@@ -103,7 +103,7 @@ def test_a_bad_directory_is_named_with_what_was_expected(tmp_path, content, expe
 def test_a_database_entry_that_keeps_every_solution_is_charted_whole(tmp_path):
     """A tuner that stores every solution's row (as `mlirtrace tune --json` prints them) beside the fastest:
     the chart shows them all; an empty reproducer directory is a page with no findings."""
-    from pytest_mlirtrace.report import write_report
+    from pytest_mlirtrace._internal.report import write_report
 
     d = tmp_path / "r"
     d.mkdir()

@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from pytest_mlirtrace.cli.main import main
-from pytest_mlirtrace.report import write_report
+from pytest_mlirtrace._internal.cli.main import main
+from pytest_mlirtrace._internal.report import write_report
 
 
 class Page(HTMLParser):

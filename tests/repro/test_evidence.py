@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from pytest_mlirtrace import ir, runtime
-from pytest_mlirtrace.engine import Pipeline, Span
-from pytest_mlirtrace.repro import FailureRecord, ReproWriter
-from pytest_mlirtrace.repro.evidence import COMPILER, GENERATOR, SOURCE, UNDETERMINED, assess
+from pytest_mlirtrace._internal import ir, runtime
+from pytest_mlirtrace._internal.engine import Pipeline, Span
+from pytest_mlirtrace._internal.repro import FailureRecord, ReproWriter
+from pytest_mlirtrace._internal.repro.evidence import COMPILER, GENERATOR, SOURCE, UNDETERMINED, assess
 
 KERNEL = "__kernel void k(__global float *y) { y[0] = 1.0f; }"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace import codegen, mlir
-from pytest_mlirtrace.repro.handoff import RUNTIME_LIBS, rocmlir_chain, tuning_config_line
+from pytest_mlirtrace._internal import codegen, mlir
+from pytest_mlirtrace._internal.repro.handoff import RUNTIME_LIBS, rocmlir_chain, tuning_config_line
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "rocmlir"
 

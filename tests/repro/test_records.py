@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.engine import RunOptions
-from pytest_mlirtrace.repro import FailureRecord, ReproWriter, signature
+from pytest_mlirtrace._internal.engine import RunOptions
+from pytest_mlirtrace._internal.repro import FailureRecord, ReproWriter, signature
 
 from ..settings import DEVICE
 
@@ -24,9 +24,9 @@ b = @param:b -> float_type, {1, 5, 2}, {10, 2, 1}
 
 @pytest.fixture
 def session(tmp_path, monkeypatch):
-    from pytest_mlirtrace.engine import TuningDatabase
-    from pytest_mlirtrace.runtime import DeviceError
-    from pytest_mlirtrace.trace import TraceConfig, TraceSession
+    from pytest_mlirtrace._internal.engine import TuningDatabase
+    from pytest_mlirtrace._internal.runtime import DeviceError
+    from pytest_mlirtrace._internal.trace import TraceConfig, TraceSession
 
     monkeypatch.delenv("MLIRTRACE_INJECT", raising=False)
     try:

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.repro.reduce import Reducer, failure_class, size_of
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.repro.reduce import Reducer, failure_class, size_of
 
 from ..settings import DEVICE
 
@@ -134,7 +134,7 @@ def test_the_budget_stops_it_with_what_held():
 def test_a_planted_failure_reduces_and_its_reproducer_fails_only_with_the_fault(tmp_path):
     """The issue's acceptance: a 4-op module with odd sizes, a planted fault; reduced to <= 2 ops and small dims
     on the same failure class; the reduced reproducer fails with the fault and passes without it."""
-    from pytest_mlirtrace import engine, repro
+    from pytest_mlirtrace._internal import engine, repro
 
     pipe = engine.Pipeline(DEVICE, inject="k_tail_off_by_one", timeout_s=30, database=engine.MemoryDatabase())
     res = pipe.run(module(), seed=3)
@@ -142,7 +142,7 @@ def test_a_planted_failure_reduces_and_its_reproducer_fails_only_with_the_fault(
     rec = repro.FailureRecord.from_run(res, origin="test", timeout_s=30, inject="k_tail_off_by_one",
                                        device_info=pipe.device)
     orig = repro.ReproWriter(tmp_path / "r").write(rec)
-    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "reduce", str(orig.script_path),
+    p = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "reduce", str(orig.script_path),
                         "--budget", "240"], capture_output=True, text=True, timeout=400)
     assert p.returncode == 0, p.stdout + p.stderr
     new = [Path(x.strip()) for x in p.stdout.splitlines() if x.strip().endswith(".py")]

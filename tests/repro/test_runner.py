@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.repro import render_script
-from pytest_mlirtrace.repro import reproducer_template as tmpl
-from pytest_mlirtrace.repro.runner import all_solutions_verdict
+from pytest_mlirtrace._internal.repro import render_script
+from pytest_mlirtrace._internal.repro import reproducer_template as tmpl
+from pytest_mlirtrace._internal.repro.runner import all_solutions_verdict
 from pytest_mlirtrace.reproduce import run
 
 from .test_standalone import GOOD, KERNELS, payload
@@ -34,7 +34,7 @@ def code_lines(src: str) -> list[str]:
 
 def no_package_env(tmp_path) -> dict:
     """An environment where ``import pytest_mlirtrace`` raises ImportError (as on a machine without it)."""
-    from pytest_mlirtrace.runtime import ensure_opencl_env
+    from pytest_mlirtrace._internal.runtime import ensure_opencl_env
 
     ensure_opencl_env(import_pyopencl=False)   # the OpenCL setup the standalone path finds in the environment
     fake = tmp_path / "nopkg" / "pytest_mlirtrace"
@@ -154,13 +154,17 @@ def test_a_script_written_before_the_public_module_still_runs(tmp_path):
     old.write_text(src.replace(new, "from pytest_mlirtrace.repro import run\n"))
     out = run_script(old, "--standalone", "-q")
     assert out.returncode == 1 and out.stdout.startswith("REPRODUCED: wrong: output 0:"), out.stdout + out.stderr
+    # (an import that failed would fall back to the standalone path: the package path says it ran; this
+    # hand-made payload's MLIR is a stub, so the verdict there is not the point)
+    out = run_script(old)
+    assert "running: package path" in out.stdout, out.stdout + out.stderr
 
 
 def test_the_scripts_names_are_the_packages():
     """The script spells mlirtrace's variable names itself (it runs without the package): they are
     config.environment's, and the payload's marker line is the writer's."""
-    from pytest_mlirtrace.config import environment
-    from pytest_mlirtrace.repro.writer import PAYLOAD_MARKER, TEMPLATE_PATH
+    from pytest_mlirtrace._internal.config import environment
+    from pytest_mlirtrace._internal.repro.writer import PAYLOAD_MARKER, TEMPLATE_PATH
 
     assert (tmpl.ENV_LAUNCH, tmpl.ENV_RESULT) == (environment.LAUNCH, environment.RESULT)
     assert (tmpl.LAUNCH_MARK, tmpl.RESULT_MARK) == (environment.LAUNCH, environment.RESULT + "=")
@@ -170,7 +174,7 @@ def test_the_scripts_names_are_the_packages():
 
 def test_contract_numbers_agree():
     """The reproducer runs without the package, so it keeps its own copy of the exit codes."""
-    from pytest_mlirtrace.vocab import ExitCode
+    from pytest_mlirtrace._internal.vocab import ExitCode
 
     assert (tmpl.EXIT_FIXED, tmpl.EXIT_REPRODUCED, tmpl.EXIT_USAGE, tmpl.EXIT_NOT_SUPPORTED, tmpl.EXIT_CANNOT_RUN,
             tmpl.EXIT_NEEDS_TEST, tmpl.EXIT_DIFFERENT) == (

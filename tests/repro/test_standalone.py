@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.repro import render_script
-from pytest_mlirtrace.repro.reproducer_template import _pack_array, pack_input, random_inputs, unpack_output
+from pytest_mlirtrace._internal.repro import render_script
+from pytest_mlirtrace._internal.repro.reproducer_template import _pack_array, pack_input, random_inputs, unpack_output
 
 N = 6
 GOOD = "__kernel void k(__global const float *a, __global const float *b, __global float *y) " \

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import ir
-from pytest_mlirtrace.repro.payload import _expected_entry
-from pytest_mlirtrace.repro.reproducer_template import _unpack_array, compare
+from pytest_mlirtrace._internal import ir
+from pytest_mlirtrace._internal.repro.payload import _expected_entry
+from pytest_mlirtrace._internal.repro.reproducer_template import _unpack_array, compare
 
 
 def _entries(module: ir.Module, seed: int, sample: bool = False, with_bounds: bool = True):

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.engine import Span
-from pytest_mlirtrace.repro import FailureRecord, ReproWriter, normalise_error, render_script, signature
-from pytest_mlirtrace.repro.reproducer_template import load_payload
-from pytest_mlirtrace.repro.writer import read_payload
+from pytest_mlirtrace._internal.engine import Span
+from pytest_mlirtrace._internal.repro import FailureRecord, ReproWriter, normalise_error, render_script, signature
+from pytest_mlirtrace._internal.repro.reproducer_template import load_payload
+from pytest_mlirtrace._internal.repro.writer import read_payload
 
 MLIR = """\
 func.func @mlir_dot_add(%arg0: !migraphx.shaped<1x5x4xf32, 20x4x1>, %arg1: !migraphx.shaped<1x4x3xf32, 12x3x1>, %arg2: !migraphx.shaped<1x5x3xf32, 15x3x1>) -> !migraphx.shaped<1x5x3xf32, 15x3x1> attributes {arch = "pocl-cpu", kernel = "mixr", num_cu = 2 : i64} {
@@ -189,7 +189,7 @@ def test_record_validation_and_from_dict():
     ("imported", "ok", {}, 0), ("imported", "wrong", {}, 1), ("crash", "cannot_run", {}, 4),
 ])
 def test_verdicts(kind, status, extra, code):
-    from pytest_mlirtrace.repro.reproducer_template import verdict
+    from pytest_mlirtrace._internal.repro.reproducer_template import verdict
 
     got, msg = verdict({"kind": kind, "max_ms": 1.0, "origin": "t"}, {"status": status, "error": "e", **extra})
     assert got == code, msg

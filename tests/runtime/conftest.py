@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from pytest_mlirtrace.runtime import DeviceError, WorkerPool, resolve_device
+from pytest_mlirtrace._internal.runtime import DeviceError, WorkerPool, resolve_device
 
 
 @pytest.fixture(scope="session")

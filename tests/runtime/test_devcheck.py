@@ -7,9 +7,9 @@ numpy, and sound: whatever passes on the device passes ``ir.compare_bounded``.""
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import ir
-from pytest_mlirtrace.ir.dtypes import from_compute, to_compute
-from pytest_mlirtrace.runtime import CHECK_KINDS, InBuf, KernelJob, OutBuf, OutCheck, Scalar, bound_f32
+from pytest_mlirtrace._internal import ir
+from pytest_mlirtrace._internal.ir.dtypes import from_compute, to_compute
+from pytest_mlirtrace._internal.runtime import CHECK_KINDS, InBuf, KernelJob, OutBuf, OutCheck, Scalar, bound_f32
 
 COPY = """
 __kernel void cp(__global const {t} *x, __global {t} *y, const int n)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from pytest_mlirtrace.config import environment, resolve
-from pytest_mlirtrace.runtime import DeviceError, DeviceInfo, WorkerPool, list_devices, resolve_device
-from pytest_mlirtrace.runtime import device as devmod
+from pytest_mlirtrace._internal.config import environment, resolve
+from pytest_mlirtrace._internal.runtime import DeviceError, DeviceInfo, WorkerPool, list_devices, resolve_device
+from pytest_mlirtrace._internal.runtime import device as devmod
 
 
 def fake(spec, name, platform, kind, vendor="", version="OpenCL 3.0"):

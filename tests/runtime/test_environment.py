@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.runtime import DeviceError, EnvironmentFailure, InBuf, KernelJob, OutBuf, WorkerPool
+from pytest_mlirtrace._internal.runtime import DeviceError, EnvironmentFailure, InBuf, KernelJob, OutBuf, WorkerPool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEED = os.path.join(ROOT, "examples", "seed_transpose_reshape_dot_add_f32.txt")
@@ -49,7 +49,7 @@ def test_a_worker_that_cannot_start_mid_run_raises_environment_failure(cpu_devic
 
 
 def _cli(*argv, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pytest_mlirtrace", *argv], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=300)
 
 

@@ -8,7 +8,7 @@ import uuid
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf
+from pytest_mlirtrace._internal.runtime import InBuf, KernelJob, OutBuf
 
 
 def heavy_job(rng, lines=1500):

@@ -1,4 +1,4 @@
-"""pytest_mlirtrace.fs: atomic writes, the inter-process lock, the cache directory (and its users)."""
+"""pytest_mlirtrace._internal.fs: atomic writes, the inter-process lock, the cache directory (and its users)."""
 
 import json
 import os
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace import fs
-from pytest_mlirtrace.config import environment, resolve
-from pytest_mlirtrace.engine import database
-from pytest_mlirtrace.repro import files as repro_files
-from pytest_mlirtrace.runtime import bench_lock, opencl_env
+from pytest_mlirtrace._internal import fs
+from pytest_mlirtrace._internal.config import environment, resolve
+from pytest_mlirtrace._internal.engine import database
+from pytest_mlirtrace._internal.repro import files as repro_files
+from pytest_mlirtrace._internal.runtime import bench_lock, opencl_env
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -60,7 +60,7 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path, monkeypatch):
 
 _REWRITER = """
 import sys
-from pytest_mlirtrace import fs
+from pytest_mlirtrace._internal import fs
 path, n = sys.argv[1], int(sys.argv[2])
 for i in range(n):
     c = "abcdefgh"[i % 8]
@@ -87,7 +87,7 @@ def test_a_reader_never_sees_a_partial_file(tmp_path):
 
 _INCREMENTER = """
 import json, sys
-from pytest_mlirtrace import fs
+from pytest_mlirtrace._internal import fs
 path, n = sys.argv[1], int(sys.argv[2])
 for _ in range(n):
     with fs.locked(path + ".lock"):
@@ -113,7 +113,7 @@ def test_concurrent_writers_in_several_processes_lose_no_update(tmp_path):
 
 _HOLDER = """
 import sys, time
-from pytest_mlirtrace import fs
+from pytest_mlirtrace._internal import fs
 with fs.locked(sys.argv[1]):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

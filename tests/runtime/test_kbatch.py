@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.engine import Pipeline
-from pytest_mlirtrace.ir.examples import seed_module
-from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf, Scalar, WorkerPool
-from pytest_mlirtrace.runtime.kbatch import alias, combine
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.engine import Pipeline
+from pytest_mlirtrace._internal.ir.examples import seed_module
+from pytest_mlirtrace._internal.runtime import InBuf, KernelJob, OutBuf, Scalar, WorkerPool
+from pytest_mlirtrace._internal.runtime.kbatch import alias, combine
 
 SEED_SOLUTIONS = ["16,64,8,4,64,16,0,4", "32,32,8,8,32,16,0,4", "64,64,16,4,8,4,1,16"]
 

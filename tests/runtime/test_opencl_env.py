@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.config import environment
-from pytest_mlirtrace.runtime import opencl_env
-from pytest_mlirtrace.runtime.device import DEVICE_LIST_LINE, WORKER_SCRIPT
-from pytest_mlirtrace.runtime.opencl_env import host_cpu, icd_files, pocl_cpu_fix, prepare
-from pytest_mlirtrace.runtime.opencl_env import libpocl_patch as pp
+from pytest_mlirtrace._internal.config import environment
+from pytest_mlirtrace._internal.runtime import opencl_env
+from pytest_mlirtrace._internal.runtime.device import DEVICE_LIST_LINE, WORKER_SCRIPT
+from pytest_mlirtrace._internal.runtime.opencl_env import host_cpu, icd_files, pocl_cpu_fix, prepare
+from pytest_mlirtrace._internal.runtime.opencl_env import libpocl_patch as pp
 
 # --------------------------------------------------------- synthetic ELF ---
 
@@ -163,7 +163,7 @@ def test_user_icds_are_kept_and_opt_out(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OCL_ICD_VENDORS", environment.ORIG_OCL_ICD_VENDORS, environment.PYOPENCL_HOME)}
     env["OCL_ICD_VENDORS"] = str(user)
-    code = ("import json, os; from pytest_mlirtrace.runtime import opencl_env\n"
+    code = ("import json, os; from pytest_mlirtrace._internal.runtime import opencl_env\n"
             "opencl_env.ensure_opencl_env(import_pyopencl=False)\n"
             "print(json.dumps([opencl_env.fix_state(), os.environ.get('OCL_ICD_VENDORS')]))\n")
     st, vendors = json.loads(_run_py(code, env).strip().splitlines()[-1])

@@ -7,9 +7,9 @@ import uuid
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.config import environment
-from pytest_mlirtrace.runtime import InBuf, KernelJob, OutBuf, WorkerPool
-from pytest_mlirtrace.runtime.opencl_env import pocl_cache
+from pytest_mlirtrace._internal.config import environment
+from pytest_mlirtrace._internal.runtime import InBuf, KernelJob, OutBuf, WorkerPool
+from pytest_mlirtrace._internal.runtime.opencl_env import pocl_cache
 
 
 def _entry(shard, name, files=("program.bc",)):

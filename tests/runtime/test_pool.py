@@ -9,7 +9,16 @@ import uuid
 import numpy as np
 import pytest
 
-from pytest_mlirtrace.runtime import InBuf, JobResult, KernelJob, LocalMem, OutBuf, Scalar, WorkerPool, get_pool
+from pytest_mlirtrace._internal.runtime import (
+    InBuf,
+    JobResult,
+    KernelJob,
+    LocalMem,
+    OutBuf,
+    Scalar,
+    WorkerPool,
+    get_pool,
+)
 
 VADD = """
 __kernel void vadd(__global const float *a, __global const float *b,

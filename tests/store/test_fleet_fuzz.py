@@ -29,7 +29,7 @@ def _fuzz(url, d: Path, name: str, seed: int, budget: float) -> subprocess.Popen
     d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, MLIRTRACE_INJECT=FAULT, MLIRTRACE_MACHINE=name)
     env.pop("MLIRTRACE_STORE", None)
-    return subprocess.Popen([sys.executable, "-m", "pytest_mlirtrace.cli.main", "fuzz", "--budget", str(budget),
+    return subprocess.Popen([sys.executable, "-m", "pytest_mlirtrace", "fuzz", "--budget", str(budget),
                              "--seed", str(seed), "--kinds", "gemm", "--jobs", "1", "--max-dim", "8",
                              "--store", url, "--repro-dir", str(d / "repros"), "--database", str(d / "db"),
                              "--report", str(d / "report.json"), "-q", "--write-grace", "20"],
@@ -108,7 +108,7 @@ def test_three_runners_one_reproducer_a_killed_runner_and_an_outage_lose_nothing
     if "runner-3" not in str(owner):
         own = json.loads((owner / "INDEX.json").read_text())["reproducers"][sig]
         assert own["count"] >= max(hits.values()) and own["hits"]
-    pulled = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull",
+    pulled = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "repro", "pull",
                              str(tmp_path / "laptop"),
                              "--store", redis_url], capture_output=True, text=True, timeout=120)
     assert pulled.returncode == 0, pulled.stderr

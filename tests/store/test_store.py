@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from pytest_mlirtrace.config import SettingError, resolve
-from pytest_mlirtrace.repro import ReproWriter, signature
-from pytest_mlirtrace.store import Store, parse_store
-from pytest_mlirtrace.store.repros import FleetRepros
+from pytest_mlirtrace._internal.config import SettingError, resolve
+from pytest_mlirtrace._internal.repro import ReproWriter, signature
+from pytest_mlirtrace._internal.store import Store, parse_store
+from pytest_mlirtrace._internal.store.repros import FleetRepros
 from tests.repro.test_writer import record, span
 from tests.store.conftest import free_port
 
@@ -51,7 +51,7 @@ def test_a_password_is_not_shown():
 
 # ---- reproducers -------------------------------------------------------------------------------------
 def _claim_in_process(url, barrier, sig, out, i):
-    from pytest_mlirtrace.store.link import RedisLink
+    from pytest_mlirtrace._internal.store.link import RedisLink
     link = RedisLink(parse_store(url))
     barrier.wait()
     won, count, owner = FleetRepros(link).claim(sig, {"signature": sig, "script": f"{sig}.py"},
@@ -72,7 +72,7 @@ def test_claims_from_processes_in_the_same_instant_make_one_owner(redis_url):
         p.join(10)
     winners = [i for i, won, _ in got if won == 1]
     assert len(winners) == 1 and sorted(c for *_, c in got) == list(range(1, 9))
-    from pytest_mlirtrace.store.link import RedisLink
+    from pytest_mlirtrace._internal.store.link import RedisLink
     entry, files = FleetRepros(RedisLink(parse_store(redis_url))).get(sig)
     assert entry["count"] == 8 and len(entry["hits"]) == 8
     assert files == {f"{sig}.py": f"# by {winners[0]}\n"}
@@ -92,7 +92,7 @@ def test_one_reproducer_fleet_wide_and_pull_brings_it_with_the_fleets_count(redi
     assert w4.new and w4.script_path.exists()
 
     out = tmp_path / "laptop"
-    r = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull", str(out),
+    r = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "repro", "pull", str(out),
                         "--store", redis_url],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -106,7 +106,7 @@ def test_one_reproducer_fleet_wide_and_pull_brings_it_with_the_fleets_count(redi
 
 
 def test_pull_refuses_a_local_store_and_says_so(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "pytest_mlirtrace.cli.main", "repro", "pull", str(tmp_path / "x")],
+    r = subprocess.run([sys.executable, "-m", "pytest_mlirtrace", "repro", "pull", str(tmp_path / "x")],
                        capture_output=True, text=True, timeout=60, env={**__import__("os").environ,
                                                                           "MLIRTRACE_STORE": ""})
     assert r.returncode == 2 and "--store redis://" in r.stderr and "Traceback" not in r.stderr

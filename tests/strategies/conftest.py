@@ -8,7 +8,7 @@ from ..settings import DEVICE
 
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory):
-    from pytest_mlirtrace import engine, runtime
+    from pytest_mlirtrace._internal import engine, runtime
 
     try:
         device = runtime.resolve_device(DEVICE)

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace import codegen, ir, mlir
-from pytest_mlirtrace.ir.ops import conv_params
-from pytest_mlirtrace.strategies import fused_cases, fused_graphs, graph_kind, solution_list, solutions
-from pytest_mlirtrace.strategies.graph_builder import Plan
-from pytest_mlirtrace.strategies.graphs import build_module
+from pytest_mlirtrace._internal import codegen, ir, mlir
+from pytest_mlirtrace._internal.ir.ops import conv_params
+from pytest_mlirtrace._internal.strategies import fused_cases, fused_graphs, graph_kind, solution_list, solutions
+from pytest_mlirtrace._internal.strategies.graph_builder import Plan
+from pytest_mlirtrace._internal.strategies.graphs import build_module
 
 S = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SHRINK = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck), database=None,
@@ -154,7 +154,7 @@ def test_the_minimal_conv_is_1x1_on_a_1x1_image():
 
 def test_the_plan_of_zeros_is_the_minimal_conv():
     """The simplest value of every draw means the simplest conv (what Hypothesis shrinks toward)."""
-    from pytest_mlirtrace.strategies.conv_graphs import CONV_FIELDS
+    from pytest_mlirtrace._internal.strategies.conv_graphs import CONV_FIELDS
     p = Plan("conv", "f32", 1, (1,) * 8, ((0, 0, 0, 0),) * 4, 0, (False,) * 4, (), (),
              tuple(lo for _, lo, _ in CONV_FIELDS))
     assert _is_minimal_conv(build_module(p))

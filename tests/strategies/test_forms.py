@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.fuzz.coverage import Coverage, forms_of
-from pytest_mlirtrace.strategies import edge_solutions, fused_cases, fused_graphs, solution_list, solutions
-from pytest_mlirtrace.strategies.graph_builder import FORMS
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.fuzz.coverage import Coverage, forms_of
+from pytest_mlirtrace._internal.strategies import edge_solutions, fused_cases, fused_graphs, solution_list, solutions
+from pytest_mlirtrace._internal.strategies.graph_builder import FORMS
 
 S = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SMALL = dict(dtypes=("f32", "f16", "bf16"), max_dim=8, max_elements=512, values="wide", long_reductions=True)
@@ -150,8 +150,8 @@ def test_every_view_after_a_reduction_is_taken_by_the_code_generator(kind):
     softmax that it refused)."""
     import itertools
 
-    from pytest_mlirtrace.strategies.graph_builder import Plan
-    from pytest_mlirtrace.strategies.graphs import build_module
+    from pytest_mlirtrace._internal.strategies.graph_builder import Plan
+    from pytest_mlirtrace._internal.strategies.graphs import build_module
     refused = []
     for rank in (2, 3, 4):
         for dims in itertools.product((1, 2, 4), repeat=rank):
@@ -246,7 +246,7 @@ def test_bad_strategy_arguments_raise_invalid_argument_at_call_time():
 def test_bf16_literals_hold_their_values(pipeline):
     """A bf16 literal holds bits (the IR's convention, as parsed MLIR has them): the graphs' literals of -1, 3 and
     the guard's 1 in bf16 mean those values to the oracle and the kernel alike (they were read as bits: NaN, ~0)."""
-    from pytest_mlirtrace.strategies.graph_builder import GraphBuilder, Val
+    from pytest_mlirtrace._internal.strategies.graph_builder import GraphBuilder, Val
 
     b = GraphBuilder(ops=("add", "max"), max_rank=2, max_elements=64)
     x = b.input("bf16", (4,))

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from pytest_mlirtrace import codegen, ir, mlir
-from pytest_mlirtrace.strategies import ALL_KINDS, fused_graphs, graph_kind
+from pytest_mlirtrace._internal import codegen, ir, mlir
+from pytest_mlirtrace._internal.strategies import ALL_KINDS, fused_graphs, graph_kind
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 

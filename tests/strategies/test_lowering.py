@@ -5,8 +5,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace import codegen, ir, mlir
-from pytest_mlirtrace.strategies import fused_graphs, solution_list
+from pytest_mlirtrace._internal import codegen, ir, mlir
+from pytest_mlirtrace._internal.strategies import fused_graphs, solution_list
 
 S = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.strategies import fused_cases
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.strategies import fused_cases
 
 S = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 

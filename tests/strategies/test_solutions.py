@@ -4,8 +4,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.strategies import edge_solutions, fused_cases, fused_graphs, solution_list, solutions
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.strategies import edge_solutions, fused_cases, fused_graphs, solution_list, solutions
 
 S = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 LIMITS = [None, codegen.DeviceLimits.pocl(), codegen.DeviceLimits.nvidia_gpu()]

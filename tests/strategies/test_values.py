@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis.errors import InvalidArgument
 
-from pytest_mlirtrace import codegen, ir
-from pytest_mlirtrace.strategies import fused_cases, fused_graphs
-from pytest_mlirtrace.strategies.graph_builder import VALUES
+from pytest_mlirtrace._internal import codegen, ir
+from pytest_mlirtrace._internal.strategies import fused_cases, fused_graphs
+from pytest_mlirtrace._internal.strategies.graph_builder import VALUES
 
 S = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -99,7 +99,7 @@ def test_parameters_come_with_each_layout(layout):
     """Each parameter layout can be drawn (found by search, whatever the run's random draws; slow: it shrinks)."""
     from hypothesis import find
 
-    from pytest_mlirtrace.fuzz.coverage import layout_of
+    from pytest_mlirtrace._internal.fuzz.coverage import layout_of
     m = find(fused_graphs(**GRAPHS_WITH_LAYOUTS), lambda m: any(layout_of(p.shape) == layout for p in m.params()),
              settings=settings(max_examples=5000, database=None, suppress_health_check=list(HealthCheck)))
     assert any(layout_of(p.shape) == layout for p in m.params())

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from pytest_mlirtrace.engine.events import SolutionFinished
-from pytest_mlirtrace.trace import TraceLog, table
-from pytest_mlirtrace.trace.table import Column, render, solution_rows, solution_table
+from pytest_mlirtrace._internal.engine.events import SolutionFinished
+from pytest_mlirtrace._internal.trace import TraceLog, table
+from pytest_mlirtrace._internal.trace.table import Column, render, solution_rows, solution_table
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 ROWS = [SolutionFinished("4,2,4,4,2,2,0,4", "ok", 0.01234, "a" * 16, 0.5),

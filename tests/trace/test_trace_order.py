@@ -3,10 +3,10 @@ import re
 
 import pytest
 
-from pytest_mlirtrace import codegen
-from pytest_mlirtrace.engine import TuningDatabase
-from pytest_mlirtrace.ir.examples import seed_module
-from pytest_mlirtrace.trace import TraceSession
+from pytest_mlirtrace._internal import codegen
+from pytest_mlirtrace._internal.engine import TuningDatabase
+from pytest_mlirtrace._internal.ir.examples import seed_module
+from pytest_mlirtrace._internal.trace import TraceSession
 
 from ..settings import DEVICE
 
@@ -80,7 +80,7 @@ def test_env_vars_dump_module_and_mlir_before_first_compile_and_each_solution_be
 
 
 def test_level_3_prints_the_mlir_hash_with_every_solution(capsys, tmp_path, small_seed):
-    from pytest_mlirtrace.trace import TraceConfig
+    from pytest_mlirtrace._internal.trace import TraceConfig
 
     s = TraceSession(DEVICE, config=TraceConfig(0, 3), database=TuningDatabase(tmp_path / "db.json"))
     low = s.pipeline.lower_module(small_seed)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.vocab import PerfConfigError, format_perf_config, parse_perf_config
+from pytest_mlirtrace._internal.vocab import PerfConfigError, format_perf_config, parse_perf_config
 from tests.corpus import CORPUS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -103,7 +103,7 @@ def test_configs_in_real_logs_parse(where, text):
 
 
 def test_solution_parse_takes_its_splitting_from_vocab():
-    from pytest_mlirtrace.codegen import Solution, SolutionError
+    from pytest_mlirtrace._internal.codegen import Solution, SolutionError
 
     plain = Solution.parse("gemm", "16,16,8,4,4,4,0,2")
     for text in ("v1:16,16,8,4,4,4,0,2", "16,16,8,4,4,4,0,2:", " 16, 16,8,4,4,4,0,2 "):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlirtrace.vocab import KEY_FIELDS, ProblemKeyError, format_problem_key, parse_problem_key
+from pytest_mlirtrace._internal.vocab import KEY_FIELDS, ProblemKeyError, format_problem_key, parse_problem_key
 from tests.corpus import TRACES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -109,7 +109,7 @@ def test_forms_real_logs_print():
 
 
 def _logged_keys() -> list[tuple[str, str]]:
-    from pytest_mlirtrace.logs.line_kinds import logical_lines
+    from pytest_mlirtrace._internal.logs.line_kinds import logical_lines
 
     pats = [re.compile(r"^\s*Problem\s*:\s*(?P<key>.+)$"),
             re.compile(r"No (?:valid tuned compilation|solutions provided) for \S+ with (?P<key>.+)")]
@@ -147,8 +147,8 @@ def test_keys_in_real_logs_parse(where, text):
 
 
 def test_codegen_and_tuning_write_one_key():
-    from pytest_mlirtrace import codegen
-    from pytest_mlirtrace.engine import problem_key
+    from pytest_mlirtrace._internal import codegen
+    from pytest_mlirtrace._internal.engine import problem_key
 
     class Dev:
         key_name, compute_units = "pocl-cpu", 2

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pytest_mlirtrace.vocab import FAILURES, FINDING_KINDS, JOB_STATUSES, Status
+from pytest_mlirtrace._internal.vocab import FAILURES, FINDING_KINDS, JOB_STATUSES, Status
 
 
 def test_each_status_is_one_documented_word():
@@ -26,8 +26,8 @@ def test_groups():
 
 
 def test_every_layer_draws_its_words_from_vocab():
-    from pytest_mlirtrace.repro.record import KINDS
-    from pytest_mlirtrace.runtime.job import STATUSES
+    from pytest_mlirtrace._internal.repro.record import KINDS
+    from pytest_mlirtrace._internal.runtime.job import STATUSES
 
     assert STATUSES == tuple(s.value for s in JOB_STATUSES)
     assert set(STATUSES) == {"ok", "build_error", "crash", "hang", "launch_error"}
@@ -40,8 +40,8 @@ def test_every_layer_draws_its_words_from_vocab():
 
 
 def test_a_failure_record_refuses_a_word_that_is_not_a_finding_kind():
-    from pytest_mlirtrace.engine import Span
-    from pytest_mlirtrace.repro import FailureRecord
+    from pytest_mlirtrace._internal.engine import Span
+    from pytest_mlirtrace._internal.repro import FailureRecord
 
     span = Span("x = @param:x -> float_type, {2}, {1}", "", "pocl-cpu\t2\t-op pointwise", "1", "", "0:0")
     with pytest.raises(ValueError, match=r"unknown failure kind 'ok'; known: build_error, crash"):

@@ -4,8 +4,8 @@ Parallel writers (pytest-xdist workers, several ``mlirtrace`` processes, the Ope
 or leave a half-written file (:func:`atomic_write`) and never lose a read-modify-write update
 (:func:`locked`).
 
-Third-party libraries and the standard library only, no imports from the package: the OpenCL
-worker processes import it without the package's ``__init__`` (see ``runtime/worker.py``).
+It imports only ``config.environment`` (a leaf) from the package: the OpenCL worker processes import it
+without the package's ``__init__`` (see ``runtime/worker.py``).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["atomic_write", "locked", "cache_dir", "ENV_CACHE_DIR"]
+from .config.environment import CACHE_DIR as ENV_CACHE_DIR
 
-ENV_CACHE_DIR = "MLIRTRACE_CACHE_DIR"
+__all__ = ["atomic_write", "locked", "cache_dir", "ENV_CACHE_DIR"]
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) -> Path:

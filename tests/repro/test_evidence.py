@@ -7,7 +7,7 @@ import os
 import pytest
 
 from pytest_mlirtrace._internal import ir, runtime
-from pytest_mlirtrace._internal.engine import Pipeline, Span
+from pytest_mlirtrace._internal.engine import MemoryDatabase, Pipeline, Span
 from pytest_mlirtrace._internal.repro import FailureRecord, ReproWriter
 from pytest_mlirtrace._internal.repro.evidence import COMPILER, GENERATOR, SOURCE, UNDETERMINED, assess
 
@@ -84,7 +84,7 @@ def test_a_real_finding_is_run_again_and_its_ticket_says_the_source(tmp_path):
     """A planted source bug (the kernel reads A with a wrong stride) fails built any way: the ticket
     blames the kernel source and shows the re-runs."""
     dev = runtime.resolve_device(os.environ.get("MLIRTRACE_TEST_DEVICE", "pocl-cpu"))
-    pipe = Pipeline(dev, inject="wrong_transpose_stride")
+    pipe = Pipeline(dev, inject="wrong_transpose_stride", database=MemoryDatabase())
     res = pipe.run(_transpose_dot(), solution="4,4,4,4,4,4,0,4", seed=3)
     assert res.status == "wrong", res.detail
     r = FailureRecord.from_run(res, origin="t.py::x", inject="wrong_transpose_stride", device_info=dev,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pytest_mlirtrace._internal import codegen, ir
-from pytest_mlirtrace._internal.engine import Pipeline
+from pytest_mlirtrace._internal.engine import MemoryDatabase, Pipeline
 from pytest_mlirtrace._internal.ir.examples import seed_module
 from pytest_mlirtrace._internal.runtime import InBuf, KernelJob, OutBuf, Scalar, WorkerPool
 from pytest_mlirtrace._internal.runtime.kbatch import alias, combine
@@ -89,7 +89,7 @@ def batch_pool(cpu_device):
 def test_kernels_built_as_one_program_each_compute_what_the_oracle_says(batch_pool):
     """Three solutions of the seed op (a small head count) built together, then each run on fresh inputs."""
     m = seed_module("f32", g=1, heads=2, seq=24, hd=16, n=40)
-    pipe = Pipeline(batch_pool.device, pool=batch_pool)
+    pipe = Pipeline(batch_pool.device, pool=batch_pool, database=MemoryDatabase())
     sols = ["8,8,8,4,4,4,0,4", "16,8,8,2,8,8,0,4", "8,16,8,8,16,16,0,4"]
     low = pipe.lower_module(m)
     jobs = [pipe._lower(low, codegen.Solution.parse("gemm", s), None).job for s in sols]
@@ -108,7 +108,7 @@ def test_prebuild_then_run_lowers_each_solution_once_and_keeps_one_module(batch_
     lowered = []
     real = codegen.lower
     monkeypatch.setattr(codegen, "lower", lambda m, s, *a, **k: lowered.append((id(m), str(s))) or real(m, s, *a, **k))
-    pipe = Pipeline(batch_pool.device, pool=batch_pool)
+    pipe = Pipeline(batch_pool.device, pool=batch_pool, database=MemoryDatabase())
     sols = ["8,8,8,4,4,4,0,4", "16,8,8,2,8,8,0,4"]
     m1, m2 = (seed_module("f32", g=1, heads=2, seq=n, hd=8, n=16) for n in (16, 24))
     pipe.prebuild(m1, sols)

@@ -217,65 +217,64 @@ class WorkerPool:
         except Dead as e:
             raise EnvironmentFailure(f"the OpenCL worker for {self._spec} could not start: {e}") from None
         w.clear_tail()
-        phase = "building" if msg["op"] in ("build", "build_batch") else "building/starting"
-        limit = timeout_s if compile_timeout_s is None else max(timeout_s, compile_timeout_s)
+        phase = _Phase(msg, timeout_s, compile_timeout_s)
         try:
             w.send(msg)
-            deadline = time.monotonic() + limit
+            phase.restart()
             while True:
-                r = w.recv(deadline)
-                if r.get("op") == "built":
-                    if r.get("first_launch") and compile_timeout_s is not None:
-                        phase = "compiling at first launch"
-                        limit = compile_timeout_s
-                    else:
-                        phase, limit = "running", timeout_s
-                    deadline = time.monotonic() + limit
-                    continue
-                if r.get("op") == "launched":
-                    phase, limit = "running", timeout_s
-                    deadline = time.monotonic() + timeout_s
-                    continue
+                r = w.recv(phase.deadline)
                 if r.get("op") == "result":
-                    r["worker_pid"] = w.pid
-                    r["worker_serial"] = w.serial
-                    if r.get("status") == REPLY_ENVIRONMENT:
-                        raise EnvironmentFailure(f"the OpenCL worker for {self._spec} failed: {r.get('error')}")
-                    if r.get("retire"):
-                        # device fault (GPU): the worker's context is unusable
-                        w.kill(self.kill_grace_s)
-                        self.stats["crashes"] += 1
-                        self._replace(slot, w)
-                        r["error"] = (r.get("error") or "device fault") + "; worker replaced"
-                        return r
-                    if msg.get("key"):
-                        self._note_where(msg["key"], slot, w.serial)
-                    return r
+                    return self._answered(slot, w, msg, r)
+                phase.advance(r)
         except Timeout:
-            w.kill(self.kill_grace_s)
-            tail = w.stderr_tail(wait_eof=0.5)
-            self.stats["hangs"] += 1
-            self._replace(slot, w)
-            return {"status": Status.HANG, "signal": None, "stderr": tail, "worker_pid": w.pid,
-                    "error": f"timed out after {limit:.1f} s while {phase} {what}, "
-                             f"worker killed"}
+            return self._hung(slot, w, f"timed out after {phase.limit:.1f} s while {phase.name} {what}, "
+                                       f"worker killed")
         except Dead:
-            try:
-                w.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-            rc = w.kill(self.kill_grace_s)
-            tail = w.stderr_tail(wait_eof=1.0)
+            return self._crashed(slot, w, f"while {phase.name} {what}")
+
+    def _answered(self, slot: Slot, w: WorkerProc, msg: dict, r: dict) -> dict:
+        """The worker's ``result`` reply to *msg*; a worker whose device faulted is replaced."""
+        r["worker_pid"] = w.pid
+        r["worker_serial"] = w.serial
+        if r.get("status") == REPLY_ENVIRONMENT:
+            raise EnvironmentFailure(f"the OpenCL worker for {self._spec} failed: {r.get('error')}")
+        if r.get("retire"):
+            # device fault (GPU): the worker's context is unusable
+            w.kill(self.kill_grace_s)
             self.stats["crashes"] += 1
             self._replace(slot, w)
-            if rc is not None and rc < 0:
-                sig = -rc
-                err = f"worker killed by signal {sig} ({signal_name(sig)}) while {phase} {what}"
-            else:
-                sig = None
-                err = f"worker exited with status {rc} while {phase} {what}"
-            return {"status": Status.CRASH, "signal": sig, "stderr": tail, "error": err,
-                    "worker_pid": w.pid}
+            r["error"] = (r.get("error") or "device fault") + "; worker replaced"
+            return r
+        if msg.get("key"):
+            self._note_where(msg["key"], slot, w.serial)
+        return r
+
+    def _hung(self, slot: Slot, w: WorkerProc, error: str) -> dict:
+        """The reply for a request whose worker ran past its limit: the worker killed and replaced."""
+        w.kill(self.kill_grace_s)
+        tail = w.stderr_tail(wait_eof=0.5)
+        self.stats["hangs"] += 1
+        self._replace(slot, w)
+        return {"status": Status.HANG, "signal": None, "stderr": tail, "worker_pid": w.pid, "error": error}
+
+    def _crashed(self, slot: Slot, w: WorkerProc, during: str) -> dict:
+        """The reply for a request whose worker died (``during``: "while <phase> <what>"); it is replaced."""
+        try:
+            w.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        rc = w.kill(self.kill_grace_s)
+        tail = w.stderr_tail(wait_eof=1.0)
+        self.stats["crashes"] += 1
+        self._replace(slot, w)
+        if rc is not None and rc < 0:
+            sig = -rc
+            err = f"worker killed by signal {sig} ({signal_name(sig)}) {during}"
+        else:
+            sig = None
+            err = f"worker exited with status {rc} {during}"
+        return {"status": Status.CRASH, "signal": sig, "stderr": tail, "error": err,
+                "worker_pid": w.pid}
 
     def _note_where(self, key: str, slot: Slot, serial: int) -> None:
         """The worker ``serial`` of ``slot`` now holds ``key``'s program."""
@@ -337,119 +336,24 @@ class WorkerPool:
         self._check_open()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         jobs = list(jobs)
-        futures: dict[str, Future] = {}
-        first: dict[str, KernelJob] = {}        # the job each key is built from (later ones share its build)
-        todo: deque[str] = deque()
-        for j in jobs:
-            if j.key in futures:
-                continue
-            first[j.key] = j
-            f = futures[j.key] = Future()
-            prev = self._builds.get(j.key)
-            if prev is not None and (prev.status == Status.BUILD_ERROR or self._held(j.key)):
-                f.set_result(JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0, "label": j.label}))
-            else:
-                todo.append(j.key)
-        qlock = threading.Lock()
+        request = _BuildRequest(self, timeout, alone_after_failure)
+        todo = request.take(jobs)
         n = min(len(self._slots), len(todo))
         # each worker builds up to ``size`` kernels at a time as one program; a group whose worker crashed or hung
         # is built again kernel by kernel, so that the verdict is each one's. Groups go to the slots in turn, not
         # to whichever is free: the same request builds each kernel on the same slot in every process, whose
         # worker keeps its kernel cache in the same shard (opencl_env.claim_shard), so a second process finds it there
         size = max(1, min(self.build_batch, -(-len(todo) // max(1, n))))
-        groups: list[list[str]] = []
-        while todo:
-            group = [todo.popleft()]
-            opts, skipped = first[group[0]].build_options, []
-            while todo and len(group) < size:
-                k = todo.popleft()
-                (group if first[k].build_options == opts else skipped).append(k)
-            todo.extendleft(reversed(skipped))
-            groups.append(group)
-        queues = [deque(groups[i::n]) for i in range(n)]
-
-        def settle(key: str, res: JobResult) -> None:
-            # a crash or hang is no verdict on the kernel: not kept
-            if res.status in (Status.OK, Status.BUILD_ERROR):
-                self._remember_build(key, res)
-            futures[key].set_result(res)
-
-        def build_group(slot: Slot, group: list[str], queue: deque) -> None:
-            jobs = [first[k] for k in group]
-            t0 = time.monotonic()
-            with slot.lock:
-                r = self._request(slot, {"op": "build_batch", "options": jobs[0].build_options,
-                                         "items": [{"key": k, "source": j.source, "kernel": j.kernel_name}
-                                                   for k, j in zip(group, jobs, strict=True)]},
-                                  timeout, f"{len(jobs)} kernels as one program ({jobs[0].describe()}, ...)")
-            wall = (time.monotonic() - t0) / len(group)
-            if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
-                if not alone_after_failure:     # or left unbuilt: the caller builds each when it needs it
-                    # (the group's verdict, not remembered as this kernel's)
-                    for k, j in zip(group, jobs, strict=True):
-                        futures[k].set_result(self._result(
-                            dict(r, error=f"built with {len(group) - 1} other kernel(s), not alone: "
-                                          f"{r.get('error', '')}"), j, wall))
-                    return
-                with qlock:
-                    queue.extendleft([k] for k in reversed(group))
-                return
-            for k, j, one in zip(group, jobs, r["results"], strict=True):
-                one["worker_pid"] = r.get("worker_pid")
-                res = self._result(one, j, wall)
-                if res.status == Status.OK:
-                    self._note_where(k, slot, r["worker_serial"])
-                settle(k, res)
-
-        def drain(slot: Slot, queue: deque):
-            group: list[str] = []
-            try:
-                while True:
-                    with qlock:
-                        if not queue:
-                            return
-                        group = queue.popleft()
-                    while slot.runs_waiting:            # a run waits for this worker: it goes first
-                        time.sleep(0.002)
-                    if len(group) > 1:
-                        build_group(slot, group, queue)
-                        group = []
-                        continue
-                    key = group[0]
-                    job = first[key]
-                    t0 = time.monotonic()
-                    with slot.lock:
-                        r = self._request(slot, {"op": "build", "key": key, "source": job.source,
-                                                 "options": job.build_options, "kernel": job.kernel_name},
-                                          timeout, job.describe())
-                    settle(key, self._result(r, job, time.monotonic() - t0))
-                    group = []
-            except BaseException as e:  # noqa: BLE001 - the environment failed (or a bug): every waiter hears
-                with qlock:
-                    rest = [k for k in group if not futures[k].done()] + [k for q in queues for g in q for k in g]
-                    for q in queues:
-                        q.clear()
-                for k in rest:
-                    if not futures[k].done():
-                        futures[k].set_exception(e)
-
-        threads = [threading.Thread(target=drain, args=(s, q), daemon=True)
-                   for s, q in zip(self._slots[:n], queues, strict=True)]
+        groups = request.group(todo, size)
+        request.queues = [deque(groups[i::n]) for i in range(n)]
+        threads = [threading.Thread(target=request.drain, args=(s, q), daemon=True)
+                   for s, q in zip(self._slots[:n], request.queues, strict=True)]
         for t in threads:
             t.start()
         if wait:
             for t in threads:
                 t.join()
-
-        def labelled(j: KernelJob) -> Future:
-            f = futures[j.key]
-            if first[j.key] is j:
-                return f
-            out: Future = Future()      # the same build, this job's label
-            f.add_done_callback(lambda d: out.set_exception(d.exception()) if d.exception() is not None
-                                else out.set_result(JobResult(**{**d.result().__dict__, "label": j.label})))
-            return out
-        return [labelled(j) for j in jobs]
+        return [request.labelled(j) for j in jobs]
 
     def _held(self, key: str) -> bool:
         with self._lock:
@@ -595,6 +499,155 @@ class WorkerPool:
     def __repr__(self) -> str:
         dev = self.device.key_name if self.device else self._spec
         return f"<WorkerPool {dev} workers={len(self._slots)} closed={self._closed}>"
+
+
+# ------------------------------------------------- a request's parts ---
+
+class _Phase:
+    """Where one request to a worker is (what a timeout or crash names) and how long that part may take
+    (see :meth:`WorkerPool._request`)."""
+
+    def __init__(self, msg: dict, timeout_s: float, compile_timeout_s: float | None):
+        self.timeout_s = timeout_s
+        self.compile_timeout_s = compile_timeout_s
+        self.name = "building" if msg["op"] in ("build", "build_batch") else "building/starting"
+        self.limit = timeout_s if compile_timeout_s is None else max(timeout_s, compile_timeout_s)
+        self.deadline = 0.0
+
+    def restart(self) -> None:
+        self.deadline = time.monotonic() + self.limit
+
+    def advance(self, r: dict) -> None:
+        """A progress reply (``built``, ``launched``) starts the next part; any other leaves the deadline."""
+        op = r.get("op")
+        if op == "built" and r.get("first_launch") and self.compile_timeout_s is not None:
+            self.name, self.limit = "compiling at first launch", self.compile_timeout_s
+        elif op in ("built", "launched"):
+            self.name, self.limit = "running", self.timeout_s
+        else:
+            return
+        self.restart()
+
+
+class _BuildRequest:
+    """One :meth:`WorkerPool.build_async` call: a future per program key, the job each key is built from
+    (later jobs of the key share its build), and per worker a queue of groups of keys to build."""
+
+    def __init__(self, pool: WorkerPool, timeout: float, alone_after_failure: bool):
+        self.pool = pool
+        self.timeout = timeout
+        self.alone_after_failure = alone_after_failure
+        self.futures: dict[str, Future] = {}
+        self.first: dict[str, KernelJob] = {}
+        self.queues: list[deque[list[str]]] = []
+        self.qlock = threading.Lock()
+
+    def take(self, jobs: list[KernelJob]) -> deque[str]:
+        """A future for each key of *jobs*; those whose build stands are settled now. Returns the keys to build."""
+        todo: deque[str] = deque()
+        for j in jobs:
+            if j.key in self.futures:
+                continue
+            self.first[j.key] = j
+            f = self.futures[j.key] = Future()
+            prev = self.pool._builds.get(j.key)
+            if prev is not None and (prev.status == Status.BUILD_ERROR or self.pool._held(j.key)):
+                f.set_result(JobResult(**{**prev.__dict__, "cached": True, "wall_s": 0.0, "label": j.label}))
+            else:
+                todo.append(j.key)
+        return todo
+
+    def group(self, todo: deque[str], size: int) -> list[list[str]]:
+        """*todo* in groups of up to ``size`` keys of one build options, in order (others wait for a later group)."""
+        groups: list[list[str]] = []
+        while todo:
+            group = [todo.popleft()]
+            opts, skipped = self.first[group[0]].build_options, []
+            while todo and len(group) < size:
+                k = todo.popleft()
+                (group if self.first[k].build_options == opts else skipped).append(k)
+            todo.extendleft(reversed(skipped))
+            groups.append(group)
+        return groups
+
+    def settle(self, key: str, res: JobResult) -> None:
+        # a crash or hang is no verdict on the kernel: not kept
+        if res.status in (Status.OK, Status.BUILD_ERROR):
+            self.pool._remember_build(key, res)
+        self.futures[key].set_result(res)
+
+    def drain(self, slot: Slot, queue: deque[list[str]]) -> None:
+        """Build the groups of *queue* on *slot*'s worker, letting a run that waits for it go first."""
+        group: list[str] = []
+        try:
+            while True:
+                with self.qlock:
+                    if not queue:
+                        return
+                    group = queue.popleft()
+                while slot.runs_waiting:            # a run waits for this worker: it goes first
+                    time.sleep(0.002)
+                if len(group) > 1:
+                    self.build_group(slot, group, queue)
+                else:
+                    self.build_one(slot, group[0])
+                group = []
+        except BaseException as e:  # noqa: BLE001 - the environment failed (or a bug): every waiter hears
+            with self.qlock:
+                rest = [k for k in group if not self.futures[k].done()] + [k for q in self.queues for g in q for k in g]
+                for q in self.queues:
+                    q.clear()
+            for k in rest:
+                if not self.futures[k].done():
+                    self.futures[k].set_exception(e)
+
+    def build_one(self, slot: Slot, key: str) -> None:
+        job = self.first[key]
+        t0 = time.monotonic()
+        with slot.lock:
+            r = self.pool._request(slot, {"op": "build", "key": key, "source": job.source,
+                                          "options": job.build_options, "kernel": job.kernel_name},
+                                   self.timeout, job.describe())
+        self.settle(key, self.pool._result(r, job, time.monotonic() - t0))
+
+    def build_group(self, slot: Slot, group: list[str], queue: deque[list[str]]) -> None:
+        """Build *group* as one program; when its worker crashed or hung, each kernel alone (back on *queue*)
+        or, without ``alone_after_failure``, each future gets the group's result."""
+        jobs = [self.first[k] for k in group]
+        t0 = time.monotonic()
+        with slot.lock:
+            r = self.pool._request(slot, {"op": "build_batch", "options": jobs[0].build_options,
+                                          "items": [{"key": k, "source": j.source, "kernel": j.kernel_name}
+                                                    for k, j in zip(group, jobs, strict=True)]},
+                                   self.timeout, f"{len(jobs)} kernels as one program ({jobs[0].describe()}, ...)")
+        wall = (time.monotonic() - t0) / len(group)
+        if "results" not in r:      # the worker crashed or hung on the program: each kernel alone
+            if not self.alone_after_failure:     # or left unbuilt: the caller builds each when it needs it
+                # (the group's verdict, not remembered as this kernel's)
+                for k, j in zip(group, jobs, strict=True):
+                    self.futures[k].set_result(self.pool._result(
+                        dict(r, error=f"built with {len(group) - 1} other kernel(s), not alone: "
+                                      f"{r.get('error', '')}"), j, wall))
+                return
+            with self.qlock:
+                queue.extendleft([k] for k in reversed(group))
+            return
+        for k, j, one in zip(group, jobs, r["results"], strict=True):
+            one["worker_pid"] = r.get("worker_pid")
+            res = self.pool._result(one, j, wall)
+            if res.status == Status.OK:
+                self.pool._note_where(k, slot, r["worker_serial"])
+            self.settle(k, res)
+
+    def labelled(self, j: KernelJob) -> Future:
+        """*j*'s future: its key's, or for a later job of the key, the same build under *j*'s label."""
+        f = self.futures[j.key]
+        if self.first[j.key] is j:
+            return f
+        out: Future = Future()      # the same build, this job's label
+        f.add_done_callback(lambda d: out.set_exception(d.exception()) if d.exception() is not None
+                            else out.set_result(JobResult(**{**d.result().__dict__, "label": j.label})))
+        return out
 
 
 # ------------------------------------------------------- default pools ---

@@ -212,6 +212,8 @@ class Reducer:
         return failure_class(res.status, res.detail or res.compiled.error or "", solution), res
 
     def reduce(self, module, solution: str) -> Reduction:
+        """Reduce ``module`` with ``solution`` in passes of every kind of step until a pass changes nothing or
+        the budget is spent; when the original case does not fail the recorded way, no step is tried."""
         t0 = time.monotonic()
         red = Reduction(module, solution, None)
         got, res = self._class_of(module, solution)
@@ -221,99 +223,142 @@ class Reducer:
             red.elapsed_s = time.monotonic() - t0
             return red
         red.result = res
-
-        def attempt(what: str, m, sol: str, refit: bool = False) -> bool:
-            """``refit``: when the solution no longer fits the changed module, try its default solution too."""
-            if time.monotonic() - t0 > self.budget_s:
-                red.out_of_budget = True
-                return False
-            c, r = self._class_of(m, sol)
-            red.runs += 1
-            red.elapsed_s = time.monotonic() - t0
-            if refit and c != self.want and c.startswith(("refused: ", "lowering_error: ")):
-                try:
-                    d = str(self._default(m))
-                except Exception:   # noqa: BLE001
-                    d = sol
-                if d != sol:
-                    what, sol = f"{what}, solution -> {d} (the default: the old one does not fit)", d
-                    c, r = self._class_of(m, sol)
-                    red.runs += 1
-            step = Step(what, c == self.want, "" if c == self.want else c)
-            red.steps.append(step)
-            if self.progress is not None:
-                self.progress(step, red)
-            if step.held:
-                red.module, red.solution, red.result = m, sol, r
-            return step.held
-
-        def first_held(cands) -> bool:
-            """Try ``(what, make_module)`` candidates in order (the solution refitted where needed) until one
-            holds; whether one did."""
-            for what, make in cands:
-                if red.out_of_budget:
-                    return False
-                m = make()
-                if m is not None and attempt(what, m, red.solution, refit=True):
-                    return True
-            return False
-
+        steps = _Steps(self, red, t0)
         changed = True
         while changed and not red.out_of_budget:
-            changed = False
-            # 1. drop ops, last first (an epilogue before what feeds it)
-            for ins in reversed([i for i in red.module.instructions if not i.op.startswith("@") and i.inputs]):
-                if red.out_of_budget:
-                    break
-                if ins.name not in red.module:
-                    continue
-                src = red.module.get(ins.inputs[0]).shape
-                if src is None or src.lens != ins.shape.lens or src.dtype != ins.shape.dtype:
-                    continue
-                m = without(red.module, ins.name)
-                if m is not None and attempt(f"dropped {ins.op} ({ins.name})", m, red.solution):
-                    changed = True
-            # 1b. bypass a view of a parameter: the parameter takes the view's shape
-            for ins in [i for i in red.module.instructions if i.op in _VIEW_OPS]:
-                if red.out_of_budget:
-                    break
-                if ins.name not in red.module:
-                    continue
-                m = _bypassed(red.module, ins.name)
-                if m is not None and attempt(f"bypassed {ins.op} ({ins.name}): the parameter takes its shape",
-                                             m, red.solution, refit=True):
-                    changed = True
-            # 2. shrink each size, largest first
-            dims = sorted({d for p in red.module.params() for d in p.shape.lens if d > 1}, reverse=True)
-            for d in dims:
-                changed |= first_held((f"size {d} -> {new}", lambda new=new, d=d: _resized(red.module, d, new))
-                                      for new in _smaller(d))
-            # 2b. narrow the parameters' float types (f64 -> f16 / f32, f32 -> f16)
-            for old_t in sorted({p.shape.dtype.name for p in red.module.params()} & set(_NARROWER)):
-                changed |= first_held((f"type {old_t} -> {new_t}",
-                                       lambda new_t=new_t, old_t=old_t: _retyped(red.module, old_t, new_t))
-                                      for new_t in _NARROWER[old_t])
-            # 3. the solution toward the default
-            if red.out_of_budget:
-                break
-            try:
-                default = str(self._default(red.module))
-            except Exception:   # noqa: BLE001 - no default for this module: keep the solution
-                default = red.solution
-            vals, dv = _fields(red.solution), _fields(default)
-            if dv != vals:
-                if attempt(f"solution -> {default} (the default)", red.module, default):
-                    changed = True
-                else:
-                    for i, (a, b) in enumerate(zip(vals, dv, strict=False)):
-                        if a == b or red.out_of_budget:
-                            continue
-                        trial = vals[:i] + [b] + vals[i + 1:]
-                        if attempt(f"solution field {i + 1}: {a} -> {b}", red.module, format_perf_config(trial)):
-                            vals = trial
-                            changed = True
+            changed = steps.one_pass()
         red.elapsed_s = time.monotonic() - t0
         return red
+
+
+class _Steps:
+    """The steps of one :meth:`Reducer.reduce`: each tried on ``red`` (the reduction so far, started at
+    ``t0``), kept when it held."""
+
+    def __init__(self, reducer: Reducer, red: Reduction, t0: float):
+        self.reducer = reducer
+        self.red = red
+        self.t0 = t0
+
+    def one_pass(self) -> bool:
+        """Every kind of step once, in order; whether one held."""
+        changed = self.drop_ops()
+        changed |= self.bypass_views()
+        changed |= self.shrink_sizes()
+        changed |= self.narrow_types()
+        if self.red.out_of_budget:
+            return changed
+        changed |= self.toward_default()
+        return changed
+
+    def attempt(self, what: str, m, sol: str, refit: bool = False) -> bool:
+        """Run the candidate ``m`` with ``sol``; whether it failed in the wanted class (then it is the
+        reduction so far). ``refit``: when the solution no longer fits the changed module, try its default
+        solution too."""
+        red, want = self.red, self.reducer.want
+        if time.monotonic() - self.t0 > self.reducer.budget_s:
+            red.out_of_budget = True
+            return False
+        c, r = self.reducer._class_of(m, sol)
+        red.runs += 1
+        red.elapsed_s = time.monotonic() - self.t0
+        if refit and c != want and c.startswith(("refused: ", "lowering_error: ")):
+            try:
+                d = str(self.reducer._default(m))
+            except Exception:   # noqa: BLE001
+                d = sol
+            if d != sol:
+                what, sol = f"{what}, solution -> {d} (the default: the old one does not fit)", d
+                c, r = self.reducer._class_of(m, sol)
+                red.runs += 1
+        step = Step(what, c == want, "" if c == want else c)
+        red.steps.append(step)
+        if self.reducer.progress is not None:
+            self.reducer.progress(step, red)
+        if step.held:
+            red.module, red.solution, red.result = m, sol, r
+        return step.held
+
+    def first_held(self, cands) -> bool:
+        """Try ``(what, make_module)`` candidates in order (the solution refitted where needed) until one
+        holds; whether one did."""
+        for what, make in cands:
+            if self.red.out_of_budget:
+                return False
+            m = make()
+            if m is not None and self.attempt(what, m, self.red.solution, refit=True):
+                return True
+        return False
+
+    def drop_ops(self) -> bool:
+        """1. drop ops, last first (an epilogue before what feeds it)."""
+        red, changed = self.red, False
+        for ins in reversed([i for i in red.module.instructions if not i.op.startswith("@") and i.inputs]):
+            if red.out_of_budget:
+                break
+            if ins.name not in red.module:
+                continue
+            src = red.module.get(ins.inputs[0]).shape
+            if src is None or src.lens != ins.shape.lens or src.dtype != ins.shape.dtype:
+                continue
+            m = without(red.module, ins.name)
+            if m is not None and self.attempt(f"dropped {ins.op} ({ins.name})", m, red.solution):
+                changed = True
+        return changed
+
+    def bypass_views(self) -> bool:
+        """1b. bypass a view of a parameter: the parameter takes the view's shape."""
+        red, changed = self.red, False
+        for ins in [i for i in red.module.instructions if i.op in _VIEW_OPS]:
+            if red.out_of_budget:
+                break
+            if ins.name not in red.module:
+                continue
+            m = _bypassed(red.module, ins.name)
+            if m is not None and self.attempt(f"bypassed {ins.op} ({ins.name}): the parameter takes its shape",
+                                              m, red.solution, refit=True):
+                changed = True
+        return changed
+
+    def shrink_sizes(self) -> bool:
+        """2. shrink each size, largest first."""
+        red, changed = self.red, False
+        dims = sorted({d for p in red.module.params() for d in p.shape.lens if d > 1}, reverse=True)
+        for d in dims:
+            changed |= self.first_held((f"size {d} -> {new}", lambda new=new, d=d: _resized(red.module, d, new))
+                                       for new in _smaller(d))
+        return changed
+
+    def narrow_types(self) -> bool:
+        """2b. narrow the parameters' float types (f64 -> f16 / f32, f32 -> f16)."""
+        red, changed = self.red, False
+        for old_t in sorted({p.shape.dtype.name for p in red.module.params()} & set(_NARROWER)):
+            changed |= self.first_held((f"type {old_t} -> {new_t}",
+                                        lambda new_t=new_t, old_t=old_t: _retyped(red.module, old_t, new_t))
+                                       for new_t in _NARROWER[old_t])
+        return changed
+
+    def toward_default(self) -> bool:
+        """3. the solution toward the default: the default itself, else one field at a time."""
+        red = self.red
+        try:
+            default = str(self.reducer._default(red.module))
+        except Exception:   # noqa: BLE001 - no default for this module: keep the solution
+            default = red.solution
+        vals, dv = _fields(red.solution), _fields(default)
+        if dv == vals:
+            return False
+        if self.attempt(f"solution -> {default} (the default)", red.module, default):
+            return True
+        changed = False
+        for i, (a, b) in enumerate(zip(vals, dv, strict=False)):
+            if a == b or red.out_of_budget:
+                continue
+            trial = vals[:i] + [b] + vals[i + 1:]
+            if self.attempt(f"solution field {i + 1}: {a} -> {b}", red.module, format_perf_config(trial)):
+                vals = trial
+                changed = True
+        return changed
 
 
 @dataclass

@@ -86,88 +86,128 @@ def bench_line(r: Reader, i: int) -> bool:
     """Read line ``i`` if it belongs to a benchmark block (header, key, solution, result, fastest,
     skipped); whether it did."""
     L = r.lines[i]
-    t = L.text
-    m = BENCH_HDR.match(t)
-    if m:
-        b = new_bench(r, L)
-        b.op, b.n_configs, b.header_line = m.group("op"), int(m.group("n")), L.no
-        b.from_database = "tuning database" in m.group("tail")
-        return True
-    m = PROBLEM.match(t)
-    if m and "no config provided" not in t:
-        b = r.bench
-        if b is None or b.problem is not None or b.solutions:
-            b = new_bench(r, L)
-        key = m.group("key").strip()
-        b.problem = parse_problem_key(key) or ProblemKey(raw=key)
-        b.problem_line = L.no
-        b.end_line = L.no
-        return True
-    m = FASTEST.match(t)
-    if m:
-        b = r.bench
-        if b is None or b.fastest is not None:
-            b = new_bench(r, L)
-        b.fastest, b.fastest_line, b.end_line = parse_perf_config(m.group("cfg")), L.no, L.no
-        close_bench(r)
-        r.closed_bench = b
-        return True
-    m = BENCH_TIME.match(t)
-    if m:
-        b = r.bench or r.closed_bench or (r.parts.benchmarks[-1] if r.parts.benchmarks else None) or new_bench(r, L)
-        setattr(b, "fastest_time_ms" if m.group("which") == "Fastest" else "slowest_time_ms", float(m.group("t")))
-        b.time_lines.append(L.no)
-        b.end_line = max(b.end_line, L.no)
-        return True
-    m = SOLUTION.match(t)
-    if m and not t.lstrip().lower().startswith("fastest"):
-        b = r.bench or new_bench(r, L)
-        cfg = m.group("cfg").strip()
-        detail = None
-        mm = re.match(r"^(?P<cfg>\S+)\s+(?P<tail>(?:mlir|span|=>)\s.*)$", cfg)
-        if mm:
-            cfg, detail = mm.group("cfg"), mm.group("tail")
-        s = LoggedSolution(line=L.no, config=parse_perf_config(cfg), detail=detail)
-        b.solutions.append(s)
-        b.end_line = L.no
-        r.pending_solution = s
-        return True
-    m = SKIPPED.search(t)
-    if m:
-        b = r.closed_bench if (r.closed_bench is not None and r.closed_bench.skipped is None
-                               and r.bench is None) else None
-        if b is None:
-            b = r.bench if (r.bench is not None and r.bench.skipped is None) else new_bench(r, L)
-            b.op = b.op or m.group("op")
-        b.skipped, b.skipped_line, b.end_line = int(m.group("n")), L.no, L.no
-        r.closed_bench = None
-        if b is r.bench:
-            close_bench(r)
-        return True
-    s = r.pending_solution
-    if s is not None and r.bench is not None:
-        m = TIME.match(t)
-        if m:
-            s.status, s.result_line = "timed", L.no
-            try:
-                s.time_ms = float(m.group("t"))
-            except ValueError:
-                s.time_ms = None
-            r.bench.end_line = L.no
-            r.pending_solution = None
-            return True
-        if NOBIN.match(t):
-            s.status, s.result_line = "no_binary", L.no
-            r.bench.end_line = L.no
-            r.pending_solution = None
-            return True
-        m = FAILED_SOL.match(t)
-        if m:
-            s.status, s.result_line, s.detail = "failed", L.no, m.group("status")
-            r.bench.end_line = L.no
-            r.pending_solution = None
+    for read in _BENCH_READERS:
+        if read(r, L):
             return True
     return False
+
+
+def _bench_header(r: Reader, L: Line) -> bool:
+    """``Benchmarking <op>: N configs``: a new block."""
+    m = BENCH_HDR.match(L.text)
+    if not m:
+        return False
+    b = new_bench(r, L)
+    b.op, b.n_configs, b.header_line = m.group("op"), int(m.group("n")), L.no
+    b.from_database = "tuning database" in m.group("tail")
+    return True
+
+
+def _bench_problem(r: Reader, L: Line) -> bool:
+    """``Problem: <key>``: the open block's key (a new block when it has one, or solutions already)."""
+    t = L.text
+    m = PROBLEM.match(t)
+    if not m or "no config provided" in t:
+        return False
+    b = r.bench
+    if b is None or b.problem is not None or b.solutions:
+        b = new_bench(r, L)
+    key = m.group("key").strip()
+    b.problem = parse_problem_key(key) or ProblemKey(raw=key)
+    b.problem_line = L.no
+    b.end_line = L.no
+    return True
+
+
+def _bench_fastest(r: Reader, L: Line) -> bool:
+    """``Fastest solution: <cfg>``: closes the block."""
+    m = FASTEST.match(L.text)
+    if not m:
+        return False
+    b = r.bench
+    if b is None or b.fastest is not None:
+        b = new_bench(r, L)
+    b.fastest, b.fastest_line, b.end_line = parse_perf_config(m.group("cfg")), L.no, L.no
+    close_bench(r)
+    r.closed_bench = b
+    return True
+
+
+def _bench_time(r: Reader, L: Line) -> bool:
+    """The fastest or slowest time of a block (the open one, else the one just closed, else the last)."""
+    m = BENCH_TIME.match(L.text)
+    if not m:
+        return False
+    b = r.bench or r.closed_bench or (r.parts.benchmarks[-1] if r.parts.benchmarks else None) or new_bench(r, L)
+    setattr(b, "fastest_time_ms" if m.group("which") == "Fastest" else "slowest_time_ms", float(m.group("t")))
+    b.time_lines.append(L.no)
+    b.end_line = max(b.end_line, L.no)
+    return True
+
+
+def _bench_solution(r: Reader, L: Line) -> bool:
+    """``Benchmarking solution: <cfg>``: a solution of the block, waiting for its result line."""
+    t = L.text
+    m = SOLUTION.match(t)
+    if not m or t.lstrip().lower().startswith("fastest"):
+        return False
+    b = r.bench or new_bench(r, L)
+    cfg = m.group("cfg").strip()
+    detail = None
+    mm = re.match(r"^(?P<cfg>\S+)\s+(?P<tail>(?:mlir|span|=>)\s.*)$", cfg)
+    if mm:
+        cfg, detail = mm.group("cfg"), mm.group("tail")
+    s = LoggedSolution(line=L.no, config=parse_perf_config(cfg), detail=detail)
+    b.solutions.append(s)
+    b.end_line = L.no
+    r.pending_solution = s
+    return True
+
+
+def _bench_skipped(r: Reader, L: Line) -> bool:
+    """``Skipped N configs for <op>``: goes with the block just closed (else the open one, else a new one)."""
+    m = SKIPPED.search(L.text)
+    if not m:
+        return False
+    b = r.closed_bench if (r.closed_bench is not None and r.closed_bench.skipped is None
+                           and r.bench is None) else None
+    if b is None:
+        b = r.bench if (r.bench is not None and r.bench.skipped is None) else new_bench(r, L)
+        b.op = b.op or m.group("op")
+    b.skipped, b.skipped_line, b.end_line = int(m.group("n")), L.no, L.no
+    r.closed_bench = None
+    if b is r.bench:
+        close_bench(r)
+    return True
+
+
+def _solution_result(r: Reader, L: Line) -> bool:
+    """The result line of the solution being benchmarked: ``<t>ms``, ``No binary`` or ``Failed: <status>``."""
+    s, t = r.pending_solution, L.text
+    if s is None or r.bench is None:
+        return False
+    m = TIME.match(t)
+    if m:
+        s.status = "timed"
+        try:
+            s.time_ms = float(m.group("t"))
+        except ValueError:
+            s.time_ms = None
+    elif NOBIN.match(t):
+        s.status = "no_binary"
+    elif m := FAILED_SOL.match(t):
+        s.status, s.detail = "failed", m.group("status")
+    else:
+        return False
+    s.result_line = L.no
+    r.bench.end_line = L.no
+    r.pending_solution = None
+    return True
+
+
+#: the readers of a benchmark block's lines, in the order they are tried
+_BENCH_READERS = (_bench_header, _bench_problem, _bench_fastest, _bench_time, _bench_solution, _bench_skipped,
+                  _solution_result)
 
 
 def bytes_line(r: Reader, i: int) -> None:
@@ -238,92 +278,147 @@ def fill_error(e: ErrorPart, msg: str) -> None:
 def error_line(r: Reader, i: int) -> bool:
     """Read line ``i`` if it is (part of) an error the log reports; whether it was."""
     L = r.lines[i]
-    t = L.text
-    near = r.last_error is not None and i - r.last_error_idx <= 3
-    prev = r.last_error
-    if (prev is not None and i - r.last_error_idx == 1 and prev.message.rstrip().endswith(":")
-            and prev.origin != "traceback" and not _starts_error(t)):
-        # the message goes on on the next line ("... Invalid MLIR created:" / "error: ..."): one error, not two
-        prev.text.append(t)
-        prev.message = f"{prev.message} {t.strip()}"
-        prev.end_line = L.no
-        fill_error(prev, prev.message)
-        r.last_error_idx = i
-        return True
-    m = VERIFY_FAILED.match(t)
-    if m:
-        e = add_error(r, i, "verify_failed", "verify", t)
-        e.op = m.group("name")
-        return True
-    if VERIFY_DETAIL.match(t) and near and r.last_error is not None and r.last_error.kind == "verify_failed":
-        e = r.last_error
-        e.text.append(t)
-        e.context.append((L.no, t))
-        e.end_line = L.no
-        if t.strip().startswith("Mismatch at"):
-            e.detail = t.strip()
-        r.last_error_idx = i
-        return True
-    m = MXR_DUMP.match(t)
-    if m:
-        e = r.last_error
-        if e is not None and e.dump is None and i - r.last_error_idx <= 6:
-            e.dump, e.dump_line = m.group("path"), L.no
-            e.context.append((L.no, t))
-            e.end_line = max(e.end_line, L.no)
-            r.last_error_idx = i
-        else:
-            r.parts.other.append(OtherLine(L.no, t, "mxr_dump"))
-        return True
-    m = WHAT.match(t)
-    if m:
-        e = r.last_error
-        if near and e is not None and e.origin == "terminate" and len(e.text) == 1:
-            e.text.append(t)
-            e.end_line = L.no
-            e.message = m.group("msg").strip()
-            fill_error(e, e.message)
-            r.last_error_idx = i
+    for read in _ERROR_READERS:
+        if read(r, i, L):
             return True
-        add_error(r, i, "error", "what", m.group("msg"))
+    return False
+
+
+def _near(r: Reader, i: int) -> bool:
+    """Is line ``i`` at most three lines after the last error?"""
+    return r.last_error is not None and i - r.last_error_idx <= 3
+
+
+def _more_context(r: Reader, i: int, L: Line) -> None:
+    """Line ``i`` is context of the last error."""
+    r.last_error.context.append((L.no, L.text))
+    r.last_error.end_line = L.no
+    r.last_error_idx = i
+
+
+def _continued_message(r: Reader, i: int, L: Line) -> bool:
+    """The message goes on on the next line ("... Invalid MLIR created:" / "error: ..."): one error, not two."""
+    t, prev = L.text, r.last_error
+    if not (prev is not None and i - r.last_error_idx == 1 and prev.message.rstrip().endswith(":")
+            and prev.origin != "traceback" and not _starts_error(t)):
+        return False
+    prev.text.append(t)
+    prev.message = f"{prev.message} {t.strip()}"
+    prev.end_line = L.no
+    fill_error(prev, prev.message)
+    r.last_error_idx = i
+    return True
+
+
+def _verify_failed(r: Reader, i: int, L: Line) -> bool:
+    m = VERIFY_FAILED.match(L.text)
+    if not m:
+        return False
+    e = add_error(r, i, "verify_failed", "verify", L.text)
+    e.op = m.group("name")
+    return True
+
+
+def _verify_detail(r: Reader, i: int, L: Line) -> bool:
+    """A line of the verify failure just before (``Mismatch at ...`` is its detail)."""
+    t = L.text
+    if not (VERIFY_DETAIL.match(t) and _near(r, i) and r.last_error is not None
+            and r.last_error.kind == "verify_failed"):
+        return False
+    e = r.last_error
+    e.text.append(t)
+    e.context.append((L.no, t))
+    e.end_line = L.no
+    if t.strip().startswith("Mismatch at"):
+        e.detail = t.strip()
+    r.last_error_idx = i
+    return True
+
+
+def _mxr_dump(r: Reader, i: int, L: Line) -> bool:
+    """The program a failure wrote (the last error's dump, when within six lines of it)."""
+    t = L.text
+    m = MXR_DUMP.match(t)
+    if not m:
+        return False
+    e = r.last_error
+    if e is not None and e.dump is None and i - r.last_error_idx <= 6:
+        e.dump, e.dump_line = m.group("path"), L.no
+        e.context.append((L.no, t))
+        e.end_line = max(e.end_line, L.no)
+        r.last_error_idx = i
+    else:
+        r.parts.other.append(OtherLine(L.no, t, "mxr_dump"))
+    return True
+
+
+def _what(r: Reader, i: int, L: Line) -> bool:
+    """``what(): <msg>``: the message of a ``terminate called`` just before, else an error of its own."""
+    t = L.text
+    m = WHAT.match(t)
+    if not m:
+        return False
+    e = r.last_error
+    if _near(r, i) and e is not None and e.origin == "terminate" and len(e.text) == 1:
+        e.text.append(t)
+        e.end_line = L.no
+        e.message = m.group("msg").strip()
+        fill_error(e, e.message)
+        r.last_error_idx = i
         return True
+    add_error(r, i, "error", "what", m.group("msg"))
+    return True
+
+
+def _note_op(r: Reader, i: int, L: Line) -> bool:
+    """A diagnostic's note naming the op: context of the error just before (its MLIR op), else a note."""
+    t = L.text
     m = NOTE_OP.match(t)
-    if m:
-        if near and r.last_error is not None:
-            e = r.last_error
-            e.context.append((L.no, t))
-            e.end_line = L.no
-            om = re.match(r'\s*(?:%[\w.#:-]+(?:\s*,\s*%[\w.#:-]+)*\s*=\s*)?"?(?P<op>[A-Za-z_][\w.]*)"?', m.group("op"))
-            if om:
-                e.mlir_op = om.group("op")
-            r.last_error_idx = i
-        else:
-            r.parts.other.append(OtherLine(L.no, t, "diagnostic_note"))
-        return True
-    if ERR_CONTEXT.match(t):
-        if near and r.last_error is not None:
-            r.last_error.context.append((L.no, t))
-            r.last_error.end_line = L.no
-            r.last_error_idx = i
-        else:
-            r.parts.other.append(OtherLine(L.no, t, "error_context"))
-        return True
+    if not m:
+        return False
+    if _near(r, i) and r.last_error is not None:
+        _more_context(r, i, L)
+        om = re.match(r'\s*(?:%[\w.#:-]+(?:\s*,\s*%[\w.#:-]+)*\s*=\s*)?"?(?P<op>[A-Za-z_][\w.]*)"?', m.group("op"))
+        if om:
+            r.last_error.mlir_op = om.group("op")
+    else:
+        r.parts.other.append(OtherLine(L.no, t, "diagnostic_note"))
+    return True
+
+
+def _error_context(r: Reader, i: int, L: Line) -> bool:
+    if not ERR_CONTEXT.match(L.text):
+        return False
+    if _near(r, i) and r.last_error is not None:
+        _more_context(r, i, L)
+    else:
+        r.parts.other.append(OtherLine(L.no, L.text, "error_context"))
+    return True
+
+
+def _diagnostic(r: Reader, i: int, L: Line) -> bool:
+    """An MLIR diagnostic: an error of its own, a note of the error just before, or a warning/note line."""
+    t = L.text
     m = DIAG.match(t)
-    if m:
-        sev = m.group("sev")
-        if sev == "error":
-            e = add_error(r, i, "mlir_diagnostic", "diagnostic", m.group("msg"))
-            e.location = m.group("loc")
-            fill_error(e, m.group("msg"))
-            if e.kind not in REFINE:
-                e.kind = "mlir_diagnostic"
-        elif sev == "note" and near and r.last_error is not None:
-            r.last_error.context.append((L.no, t))
-            r.last_error.end_line = L.no
-            r.last_error_idx = i
-        else:
-            r.parts.other.append(OtherLine(L.no, t, "warning" if sev == "warning" else "diagnostic_note"))
-        return True
+    if not m:
+        return False
+    sev = m.group("sev")
+    if sev == "error":
+        e = add_error(r, i, "mlir_diagnostic", "diagnostic", m.group("msg"))
+        e.location = m.group("loc")
+        fill_error(e, m.group("msg"))
+        if e.kind not in REFINE:
+            e.kind = "mlir_diagnostic"
+    elif sev == "note" and _near(r, i) and r.last_error is not None:
+        _more_context(r, i, L)
+    else:
+        r.parts.other.append(OtherLine(L.no, t, "warning" if sev == "warning" else "diagnostic_note"))
+    return True
+
+
+def _error_pattern(r: Reader, i: int, L: Line) -> bool:
+    """A line one of the error patterns knows (``terminate called``, ``Exception in ...``, ...)."""
+    t = L.text
     for kind, pat in ERR_PATTERNS:
         m = pat.search(t)
         if not m:
@@ -337,6 +432,11 @@ def error_line(r: Reader, i: int) -> bool:
             e.detail = m.group("stage")
         return True
     return False
+
+
+#: the readers of an error's lines, in the order they are tried
+_ERROR_READERS = (_continued_message, _verify_failed, _verify_detail, _mxr_dump, _what, _note_op, _error_context,
+                  _diagnostic, _error_pattern)
 
 
 _NEW_ERROR = [p for k, p in ERR_PATTERNS if k not in ("error", "fatal")]

@@ -80,6 +80,26 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    parts = _read_log(text, log, out, stdout, stderr)
+    if not _found_anything(parts):
+        _write_accounting(parts, out)
+        print(f"mlirtrace: {log}: nothing MIGraphX printed was found in it", file=stderr)
+        return ExitCode.USAGE
+    if not parts.mlir_modules:
+        print("no MLIR module in this log: nothing to reproduce (its parts are in parts.json)", file=stdout)
+
+    imp = _MlirImport(parts, log, make_session(), ReproWriter(out), stdout, no_tune)
+    for part in parts.mlir_modules:
+        imp.mlir_part(part)
+    with open(os.path.join(out, "import-report.json"), "w") as f:
+        json.dump(imp.report, f, indent=1)
+    dump_runs, dump_failed = _run_dumps(parts, log, imp.s, imp.writer, stdout)
+    _write_accounting(parts, out, dump_runs)
+    return ExitCode.FAILURE if imp.failed or dump_failed else ExitCode.OK
+
+
+def _read_log(text: str, log: str, out: str, stdout, stderr):
+    """The parts of the log (its errors told on ``stderr``, its summary on ``stdout``), written to parts.json."""
     parts = parse_log(text, source=log)
     for err in parts.errors_found:
         print(f"{log}:{err.line}: {err.message}", file=stderr)
@@ -87,83 +107,100 @@ def import_log(text: str, log: str, out: str, make_session, *, no_tune: bool = F
     with open(os.path.join(out, "parts.json"), "w") as f:
         f.write(parts.to_json())
     print(parts.summary().rstrip(), file=stdout)
-    # what migraphx-driver prints counts too (a perf summary, per-instruction times): a log of only that is
-    # read, reported and accounted for (exit 0), with nothing to reproduce
-    driver = {"driver", "perf_instruction", "perf_summary", "run_instruction", "run_time", "module_header"}
-    found = (parts.mlir_modules or parts.module_dumps or parts.benchmarks or parts.errors or parts.code_objects
-             or parts.kernel_timings or any(o.kind in driver for o in parts.other))
-    if not found:
-        _write_accounting(parts, out)
-        print(f"mlirtrace: {log}: nothing MIGraphX printed was found in it", file=stderr)
-        return ExitCode.USAGE
-    if not parts.mlir_modules:
-        print("no MLIR module in this log: nothing to reproduce (its parts are in parts.json)", file=stdout)
+    return parts
 
-    s = make_session()
-    writer = ReproWriter(out)
-    failed = 0
-    report = []
-    for part in parts.mlir_modules:
-        where = f"{log}:{part.start_line}-{part.end_line}"
-        link = parts.links.get(part.index)
+
+def _found_anything(parts) -> bool:
+    """Did the log print anything of MIGraphX's? What migraphx-driver prints counts too (a perf summary,
+    per-instruction times): a log of only that is read, reported and accounted for (exit 0), with nothing to
+    reproduce."""
+    driver = {"driver", "perf_instruction", "perf_summary", "run_instruction", "run_time", "module_header"}
+    return bool(parts.mlir_modules or parts.module_dumps or parts.benchmarks or parts.errors or parts.code_objects
+                or parts.kernel_timings or any(o.kind in driver for o in parts.other))
+
+
+def _why_not(e: Exception) -> str:
+    """Why a module whose lowering or run raised ``e`` is not runnable."""
+    return (f"not supported: {e}" if isinstance(e, LoweringError) else
+            f"too large: {e}" if isinstance(e, SizeLimitError) else
+            f"invalid: {e}" if isinstance(e, IRError) else
+            f"not supported here: the code generator stopped with {type(e).__name__}: {e}")
+
+
+class _MlirImport:
+    """The MLIR modules of a log's ``parts`` run on the session ``s``, each written as a reproducer + ticket;
+    ``report``: one entry per module (or func), ``failed``: how many failed here."""
+
+    def __init__(self, parts, log: str, s, writer: ReproWriter, stdout, no_tune: bool):
+        self.parts, self.log, self.s, self.writer = parts, log, s, writer
+        self.stdout, self.no_tune = stdout, no_tune
+        self.failed = 0
+        self.report: list[dict] = []
+
+    def mlir_part(self, part) -> None:
+        """Each func of the logged MLIR module ``part`` run and written (or listed with why not)."""
+        where = f"{self.log}:{part.start_line}-{part.end_line}"
+        link = self.parts.links.get(part.index)
         if not part.runnable or not part.modules:
             why = part.why_not or "the mlir layer could not read it"
-            print(f"MLIR {part.index} ({where}) {part.name or '?'}: not runnable: {why}", file=stdout)
-            report.append({"mlir": part.index, "runnable": False, "why_not": why})
-            continue
+            print(f"MLIR {part.index} ({where}) {part.name or '?'}: not runnable: {why}", file=self.stdout)
+            self.report.append({"mlir": part.index, "runnable": False, "why_not": why})
+            return
         funcs = [p for p in part.parsed if p.module is not None]
         for func, fmod in zip(funcs, part.modules, strict=False):
             try:
-                module = _module_for(parts, link, fmod)
+                module = _module_for(self.parts, link, fmod)
                 # the func's own MLIR when the module printed several (the span and reproducer name that one)
                 text = part.text if len(funcs) == 1 else func_text(part.text, func.name, where)
-                low = s.pipeline.lower_module(module, mlir_text=text)
-                raw = _logged_solution(parts, link)
-                sol, how = _map_solution(s.pipeline, low, raw)
-                if sol is None:
-                    if no_tune:
-                        sol, _ = s.pipeline.best_known(low)
-                        how += "; using the default solution"
-                    else:
-                        tuned = s.pipeline.tune(module, mlir_text=text)
-                        sol = tuned.best.solution if tuned.best is not None else None
-                        how += "; using the best of a quick tune" if sol is not None else "; no solution passed a tune"
-                res = s.pipeline.run(module, solution=sol, mlir_text=text)
+                res, how = self._run(link, module, text)
             except (KeyboardInterrupt, SystemExit, MemoryError):
                 raise
             except Exception as e:  # noqa: BLE001 - one module that cannot run never loses the log's report
-                why = (f"not supported: {e}" if isinstance(e, LoweringError) else
-                       f"too large: {e}" if isinstance(e, SizeLimitError) else
-                       f"invalid: {e}" if isinstance(e, IRError) else
-                       f"not supported here: the code generator stopped with {type(e).__name__}: {e}")
-                print(f"MLIR {part.index} ({where}) @{func.name}: not runnable: {why}", file=stdout)
-                report.append({"mlir": part.index, "func": func.name, "runnable": False, "why_not": why})
+                why = _why_not(e)
+                print(f"MLIR {part.index} ({where}) @{func.name}: not runnable: {why}", file=self.stdout)
+                self.report.append({"mlir": part.index, "func": func.name, "runnable": False, "why_not": why})
                 continue
-            origin = f"import-trace {where}"
-            if res.ok:
-                logged_err = parts.errors[link.error].message if link and link.error is not None else ""
-                rec = FailureRecord(Status.IMPORTED, res.compiled.span, "run",
-                                    f"imported from {where}; runs correctly on {s.device.key_name}"
-                                    + (f"; the log reported: {logged_err}" if logged_err else ""),
-                                    seed=res.seed, origin=origin, time_ms=res.time_ms)
+            self._write(part, link, where, func, res, how)
+
+    def _run(self, link, module, text: str):
+        """(the run of ``module`` with the logged solution, else the best of a quick tune or the default;
+        where its solution came from)."""
+        pipe = self.s.pipeline
+        low = pipe.lower_module(module, mlir_text=text)
+        raw = _logged_solution(self.parts, link)
+        sol, how = _map_solution(pipe, low, raw)
+        if sol is None:
+            if self.no_tune:
+                sol, _ = pipe.best_known(low)
+                how += "; using the default solution"
             else:
-                failed += 1
-                rec = FailureRecord.from_run(res, origin=origin, device_info=s.device)
-            w = writer.write(rec)
-            state = "ok" if res.ok else f"FAILED ({res.status})"
-            print(f"MLIR {part.index} ({where}) @{func.name}: {state} with solution {res.compiled.span.solution} "
-                  f"({how}); reproducer {w.script_path}", file=stdout)
-            if link is not None:
-                print(f"    linked: module dump {link.module} ({link.module_reason}), "
-                      f"benchmark block {link.bench} ({link.bench_reason}), error {link.error}", file=stdout)
-            report.append({"mlir": part.index, "func": func.name, "runnable": True, "status": res.status,
-                           "solution": res.compiled.span.solution, "solution_source": how,
-                           "reproducer": str(w.script_path), "signature": w.signature})
-    with open(os.path.join(out, "import-report.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    dump_runs, dump_failed = _run_dumps(parts, log, s, writer, stdout)
-    _write_accounting(parts, out, dump_runs)
-    return ExitCode.FAILURE if failed or dump_failed else ExitCode.OK
+                tuned = pipe.tune(module, mlir_text=text)
+                sol = tuned.best.solution if tuned.best is not None else None
+                how += "; using the best of a quick tune" if sol is not None else "; no solution passed a tune"
+        return pipe.run(module, solution=sol, mlir_text=text), how
+
+    def _write(self, part, link, where: str, func, res, how: str) -> None:
+        """The reproducer + ticket of a func's run ``res``, told and reported."""
+        s, origin = self.s, f"import-trace {where}"
+        if res.ok:
+            logged_err = self.parts.errors[link.error].message if link and link.error is not None else ""
+            rec = FailureRecord(Status.IMPORTED, res.compiled.span, "run",
+                                f"imported from {where}; runs correctly on {s.device.key_name}"
+                                + (f"; the log reported: {logged_err}" if logged_err else ""),
+                                seed=res.seed, origin=origin, time_ms=res.time_ms)
+        else:
+            self.failed += 1
+            rec = FailureRecord.from_run(res, origin=origin, device_info=s.device)
+        w = self.writer.write(rec)
+        state = "ok" if res.ok else f"FAILED ({res.status})"
+        print(f"MLIR {part.index} ({where}) @{func.name}: {state} with solution {res.compiled.span.solution} "
+              f"({how}); reproducer {w.script_path}", file=self.stdout)
+        if link is not None:
+            print(f"    linked: module dump {link.module} ({link.module_reason}), "
+                  f"benchmark block {link.bench} ({link.bench_reason}), error {link.error}", file=self.stdout)
+        self.report.append({"mlir": part.index, "func": func.name, "runnable": True, "status": res.status,
+                            "solution": res.compiled.span.solution, "solution_source": how,
+                            "reproducer": str(w.script_path), "signature": w.signature})
 
 
 def _run_dumps(parts, log: str, s, writer, stdout) -> tuple[dict[int, dict], int]:

@@ -345,8 +345,8 @@ def error_bounds(module, env: dict) -> list[Bound]:
     for ins in module.instructions:
         if ins.op == "@return":
             continue
-        lens = tuple(ins.shape.lens) if ins.shape is not None else np.shape(env.get(ins.name))
         if ins.op in ("@param", "@literal"):
+            lens = tuple(ins.shape.lens) if ins.shape is not None else np.shape(env.get(ins.name))
             D[ins.name] = np.zeros(lens)
             OVF[ins.name] = np.zeros(lens, dtype=bool)
             continue
@@ -355,88 +355,7 @@ def error_bounds(module, env: dict) -> list[Bound]:
         args = [env[i] for i in ins.inputs]
         ds = [np.where(OVF[i], np.inf, D[i]) for i in ins.inputs]
         v = _f(env[ins.name]) if ins.op not in COMPARE_OPS else np.asarray(env[ins.name], dtype=np.float64)
-        op = ins.op
-        if op in VIEW_OPS:
-            d = eval_instruction(ins, ds, in_dts)
-        elif op == "convert":
-            src = in_dts[0]
-            d0 = ds[0]
-            with np.errstate(all="ignore"):
-                if not dt.is_float and src.is_float:
-                    d = np.where(d0 > 0, d0 + 1.0, 0.0)
-                elif dt.is_float and _u(dt) > _u(src):       # narrowing (or int -> float): exact from exact
-                    d = np.where(d0 > 0, d0 + _round_term(v, dt), 0.0)
-                else:
-                    d = d0 + 0.0
-            d = np.broadcast_to(d, np.shape(v))
-        elif op in UNARY_OPS:
-            if op in _EXACT_UNARY or not dt.is_float:
-                d = ds[0] if op not in ("floor", "ceil") else np.where(ds[0] > 0, ds[0] + 1.0, 0.0)
-            else:
-                d = _unary_bound(op, _f(args[0]), ds[0], v, dt)
-        elif op in BINARY_OPS or op in COMPARE_OPS:
-            d = _binary_bound(op, _f(args[0]), _f(args[1]), ds[0], ds[1], v, dt, in_dts[0].is_float)
-            if not dt.is_float and op not in COMPARE_OPS and op not in ("max", "min"):
-                d = np.where((ds[0] == 0) & (ds[1] == 0), 0.0, d)
-        elif op == "where":
-            dc = ds[0]
-            with np.errstate(all="ignore"):
-                both = np.maximum(ds[1], ds[2])
-                sel = np.where(_f(args[0]) != 0, ds[1], ds[2])
-                d = np.where(dc > 0, np.abs(_f(args[1]) - _f(args[2])) + both, sel)
-        elif op == "clip":
-            # min(max(x, lo), hi): exact, moving at most the largest difference its inputs carry
-            d = np.maximum(np.maximum(ds[0], ds[1]), ds[2])
-        elif op == "quantizelinear":
-            # the oracle follows rocMLIR's steps (1/scale and x * (1/scale) rounded to the input's type, then
-            # round-half-even and the zero point): bit-exact from exact inputs; else the difference scaled by
-            # 1/scale, and a rounding that may flip by one
-            with np.errstate(all="ignore"):
-                inv = np.abs(1.0 / _f(args[1]))
-                d = _m(inv, ds[0]) * (1 + 2 * _u(in_dts[0])) + _m(np.abs(_f(args[0])) * inv * inv, ds[1])
-                if len(ds) > 2:
-                    d = d + ds[2]
-                exact_in = np.ones(np.shape(v), dtype=bool)
-                for x in ds:
-                    exact_in = exact_in & (np.broadcast_to(x, np.shape(v)) == 0)
-                d = np.where(exact_in, 0.0, d + 1.0)
-        elif op == "dequantizelinear":
-            # (x - zero point) * scale, rounded as rocMLIR lowers it (the oracle's steps): bit-exact from exact
-            # inputs; else the moved difference and two roundings
-            xs = _f(args[0]) - (_f(args[2]) if len(args) > 2 else 0.0)
-            dx = ds[0] + (ds[2] if len(ds) > 2 else 0.0)
-            with np.errstate(all="ignore"):
-                d = _m(np.abs(_f(args[1])), dx) + _m(np.abs(xs), ds[1]) + dx * ds[1]
-                d = np.where(np.broadcast_to(d, np.shape(v)) == 0, 0.0, d + _round_term(v, dt))
-        elif op in REDUCE_OPS:
-            axes = tuple(a % args[0].ndim for a in ins.attrs["axes"])
-            d = _reduce_bound(op, _f(args[0]), ds[0], v, axes, dt)
-        elif op == "softmax":
-            axis = ins.attrs.get("axis", 1) % args[0].ndim
-            d = _softmax_bound(_f(args[0]), ds[0], v, axis, dt)
-        elif op == "quant_dot" and len(args) == 4:
-            # dot(f32(a) * f32(sa), f32(b) * f32(sb)) (reference.scaled_operands): each operand's difference
-            # carried through its f32 mul, plus that mul's rounding where anything differs, then the dot's
-            A, B = scaled_operands(args)
-            dAB = []
-            for x, s_, dx, dsc, X in ((args[0], args[2], ds[0], ds[2], A), (args[1], args[3], ds[1], ds[3], B)):
-                with np.errstate(all="ignore"):
-                    dd = _m(np.abs(_f(s_)), dx) + _m(np.abs(_f(x)), dsc) + _m(dx, dsc)
-                dAB.append(np.where(dd == 0, 0.0, dd + 2 * _U32 * np.abs(X)))
-            d = _contraction(ins, [A, B], dAB, v, dt, int(np.shape(args[0])[-1]))
-        elif op in ("dot", "quant_dot"):
-            d = _contraction(ins, args, ds, v, dt, int(np.shape(args[0])[-1]))
-        elif op == "unpack":
-            # two nibbles of a byte, exact: output 2j and 2j+1 differ only where byte j may
-            axis = ins.attrs["axis"] % np.ndim(args[0])
-            d = np.where(np.repeat(np.asarray(ds[0]), 2, axis=axis) > 0, np.inf, 0.0)
-        elif op in ("convolution", "quant_convolution"):
-            w = np.shape(args[1])
-            d = _contraction(ins, args, ds, v, dt, int(np.prod(w[1:])))
-        else:
-            # an op these rules don't know yet: the result is not checked (rather than called wrong)
-            d = np.full(np.shape(v), np.inf)
-        d = np.asarray(d, dtype=np.float64)
+        d = np.asarray(_op_bound(ins, args, ds, in_dts, v, dt), dtype=np.float64)
         d = np.where(np.isnan(d), np.inf, d)
         if d.shape != np.shape(v):
             d = np.broadcast_to(d, np.shape(v))
@@ -446,6 +365,112 @@ def error_bounds(module, env: dict) -> list[Bound]:
     for name in module.returns():
         out.append(Bound(np.asarray(D[name]), np.asarray(OVF[name])))
     return out
+
+
+def _op_bound(ins, args: list, ds: list, in_dts: list[DType], v: np.ndarray, dt: DType):
+    """How far the computed instruction ``ins`` (of type ``dt``, the oracle's value ``v``) may be from the
+    oracle's, its inputs (``args``, of types ``in_dts``) being at most ``ds`` away; inf where unknown."""
+    op = ins.op
+    if op in VIEW_OPS:
+        return eval_instruction(ins, ds, in_dts)
+    if op == "convert":
+        return _convert_bound(ds[0], in_dts[0], v, dt)
+    if op in UNARY_OPS:
+        if op in _EXACT_UNARY or not dt.is_float:
+            return ds[0] if op not in ("floor", "ceil") else np.where(ds[0] > 0, ds[0] + 1.0, 0.0)
+        return _unary_bound(op, _f(args[0]), ds[0], v, dt)
+    if op in BINARY_OPS or op in COMPARE_OPS:
+        d = _binary_bound(op, _f(args[0]), _f(args[1]), ds[0], ds[1], v, dt, in_dts[0].is_float)
+        if not dt.is_float and op not in COMPARE_OPS and op not in ("max", "min"):
+            d = np.where((ds[0] == 0) & (ds[1] == 0), 0.0, d)
+        return d
+    if op == "where":
+        return _where_bound(args, ds)
+    if op == "clip":
+        # min(max(x, lo), hi): exact, moving at most the largest difference its inputs carry
+        return np.maximum(np.maximum(ds[0], ds[1]), ds[2])
+    if op == "quantizelinear":
+        return _quantize_bound(args, ds, in_dts, v)
+    if op == "dequantizelinear":
+        return _dequantize_bound(args, ds, v, dt)
+    if op in REDUCE_OPS:
+        axes = tuple(a % args[0].ndim for a in ins.attrs["axes"])
+        return _reduce_bound(op, _f(args[0]), ds[0], v, axes, dt)
+    if op == "softmax":
+        axis = ins.attrs.get("axis", 1) % args[0].ndim
+        return _softmax_bound(_f(args[0]), ds[0], v, axis, dt)
+    if op == "quant_dot" and len(args) == 4:
+        return _scaled_dot_bound(ins, args, ds, v, dt)
+    if op in ("dot", "quant_dot"):
+        return _contraction(ins, args, ds, v, dt, int(np.shape(args[0])[-1]))
+    if op == "unpack":
+        # two nibbles of a byte, exact: output 2j and 2j+1 differ only where byte j may
+        axis = ins.attrs["axis"] % np.ndim(args[0])
+        return np.where(np.repeat(np.asarray(ds[0]), 2, axis=axis) > 0, np.inf, 0.0)
+    if op in ("convolution", "quant_convolution"):
+        w = np.shape(args[1])
+        return _contraction(ins, args, ds, v, dt, int(np.prod(w[1:])))
+    # an op these rules don't know yet: the result is not checked (rather than called wrong)
+    return np.full(np.shape(v), np.inf)
+
+
+def _convert_bound(d0, src: DType, v: np.ndarray, dt: DType) -> np.ndarray:
+    """A ``convert`` from ``src`` to ``dt``: float -> int may move by one, a narrowing rounds, else exact."""
+    with np.errstate(all="ignore"):
+        if not dt.is_float and src.is_float:
+            d = np.where(d0 > 0, d0 + 1.0, 0.0)
+        elif dt.is_float and _u(dt) > _u(src):       # narrowing (or int -> float): exact from exact
+            d = np.where(d0 > 0, d0 + _round_term(v, dt), 0.0)
+        else:
+            d = d0 + 0.0
+    return np.broadcast_to(d, np.shape(v))
+
+
+def _where_bound(args: list, ds: list):
+    """``where(c, a, b)``: a condition that may flip moves the result by ``|a - b|`` and both differences."""
+    dc = ds[0]
+    with np.errstate(all="ignore"):
+        both = np.maximum(ds[1], ds[2])
+        sel = np.where(_f(args[0]) != 0, ds[1], ds[2])
+        return np.where(dc > 0, np.abs(_f(args[1]) - _f(args[2])) + both, sel)
+
+
+def _quantize_bound(args: list, ds: list, in_dts: list[DType], v: np.ndarray) -> np.ndarray:
+    """The oracle follows rocMLIR's steps (1/scale and x * (1/scale) rounded to the input's type, then
+    round-half-even and the zero point): bit-exact from exact inputs; else the difference scaled by
+    1/scale, and a rounding that may flip by one."""
+    with np.errstate(all="ignore"):
+        inv = np.abs(1.0 / _f(args[1]))
+        d = _m(inv, ds[0]) * (1 + 2 * _u(in_dts[0])) + _m(np.abs(_f(args[0])) * inv * inv, ds[1])
+        if len(ds) > 2:
+            d = d + ds[2]
+        exact_in = np.ones(np.shape(v), dtype=bool)
+        for x in ds:
+            exact_in = exact_in & (np.broadcast_to(x, np.shape(v)) == 0)
+        return np.where(exact_in, 0.0, d + 1.0)
+
+
+def _dequantize_bound(args: list, ds: list, v: np.ndarray, dt: DType) -> np.ndarray:
+    """(x - zero point) * scale, rounded as rocMLIR lowers it (the oracle's steps): bit-exact from exact
+    inputs; else the moved difference and two roundings."""
+    xs = _f(args[0]) - (_f(args[2]) if len(args) > 2 else 0.0)
+    dx = ds[0] + (ds[2] if len(ds) > 2 else 0.0)
+    with np.errstate(all="ignore"):
+        d = _m(np.abs(_f(args[1])), dx) + _m(np.abs(xs), ds[1]) + dx * ds[1]
+        return np.where(np.broadcast_to(d, np.shape(v)) == 0, 0.0, d + _round_term(v, dt))
+
+
+def _scaled_dot_bound(ins, args: list, ds: list, v: np.ndarray, dt: DType) -> np.ndarray:
+    """``quant_dot`` with scales: dot(f32(a) * f32(sa), f32(b) * f32(sb)) (reference.scaled_operands): each
+    operand's difference carried through its f32 mul, plus that mul's rounding where anything differs, then
+    the dot's."""
+    A, B = scaled_operands(args)
+    dAB = []
+    for x, s_, dx, dsc, X in ((args[0], args[2], ds[0], ds[2], A), (args[1], args[3], ds[1], ds[3], B)):
+        with np.errstate(all="ignore"):
+            dd = _m(np.abs(_f(s_)), dx) + _m(np.abs(_f(x)), dsc) + _m(dx, dsc)
+        dAB.append(np.where(dd == 0, 0.0, dd + 2 * _U32 * np.abs(X)))
+    return _contraction(ins, [A, B], dAB, v, dt, int(np.shape(args[0])[-1]))
 
 
 def compare_bounded(actual: np.ndarray, expected: np.ndarray, dt: DType | str, bound: Bound) -> Mismatch | None:

@@ -95,19 +95,38 @@ def emit_func(module: Module, *, attrs: FuncAttrs | None = None, type_syntax: st
     if type_syntax not in TYPE_SYNTAXES:
         raise ValueError(f"type_syntax must be one of {TYPE_SYNTAXES}, got {type_syntax!r}")
     attrs = attrs if attrs is not None else FuncAttrs.default()
-    shaped = type_syntax == "shaped"
     values: dict[str, str] = {}
     shapes: dict[str, Shape] = {}
-    params = module.params()
     args = []
-    for i, p in enumerate(params):
+    for i, p in enumerate(module.params()):
         values[p.name] = f"%arg{i}"
         shapes[p.name] = p.shape
         args.append(f"%arg{i}: {type_text(p.shape, type_syntax)}")
+    body = _body(module, values, shapes, type_syntax)
+    rets = module.returns()
+    missing = [r for r in rets if r not in values]
+    if missing:
+        raise IRError(f"@return: {missing[0]} is not a value")
+    ret_types = [type_text(shapes[r], type_syntax) for r in rets]
+    if rets:
+        body.append(f"return {', '.join(values[r] for r in rets)} : {', '.join(ret_types)}")
+    else:
+        body.append("return")
+    sig = f"func.func {symbol_ref(name or module.symbol_name())}({', '.join(args)})"
+    if len(ret_types) == 1:
+        sig += f" -> {ret_types[0]}"
+    elif ret_types:
+        sig += f" -> ({', '.join(ret_types)})"
+    at = attrs.text()
+    if at:
+        sig += f" attributes {at}"
+    inner = indent + "  "
+    return f"{indent}{sig} {{\n" + "".join(f"{inner}{b}\n" for b in body) + f"{indent}}}\n"
 
-    def ty(s: Shape) -> str:
-        return type_text(s, type_syntax, short=True)
 
+def _body(module: Module, values: dict[str, str], shapes: dict[str, Shape], type_syntax: str) -> list[str]:
+    """The lines of the func's body before its ``return``. ``values`` / ``shapes``: each value's MLIR name and
+    shape (the parameters' given; the instructions' are added, a ``contiguous`` taking its input's)."""
     body: list[str] = []
     counter = 0
     for ins in module.instructions:
@@ -129,53 +148,48 @@ def emit_func(module: Module, *, attrs: FuncAttrs | None = None, type_syntax: st
         values[ins.name] = res
         shapes[ins.name] = ins.shape
         if ins.op == "@literal":
-            storage = literal_storage(ins.literal, ins.shape.dtype, ins.shape.lens)
-            dense = f"{format_dense(storage, ins.shape.dtype)} : {tensor_text(ins.shape, type_syntax)}"
-            if shaped:
-                body.append(f"{res} = migraphx.literal({dense}) : {ty(ins.shape)}")
-            else:
-                body.append(f"{res} = migraphx.literal() {{value = {dense}}} : () -> {tensor_text(ins.shape)}")
+            body.append(_literal_line(ins, res, type_syntax))
             continue
         if ins.op.startswith("@"):
             raise IRError(f"{ins.name} = {ins.op}: cannot be written as MLIR")
-        if ins.op in RESHAPE_LIKE:
-            op, ad = "migraphx.reshape", "{dims = [" + ", ".join(map(str, ins.shape.lens)) + "]}"
-        else:
-            op, ad = "migraphx." + ins.op, attr_dict(ins)
-        operands = ", ".join(values[i] for i in ins.inputs)
-        in_types = ", ".join(ty(shapes[i]) for i in ins.inputs)
-        if shaped and ins.op == "quant_dot" and len(ins.inputs) == 4:
-            # rocMLIR's scaled form: a scaled by sa, b scaled by sb (the IR's inputs: a, b, sa, sb)
-            a, b, sa, sb = ins.inputs
-            operands = f"{values[a]} scaled by {values[sa]}, {values[b]} scaled by {values[sb]}"
-            in_types = (f"{ty(shapes[a])} scaled by {ty(shapes[sa])}, "
-                        f"{ty(shapes[b])} scaled by {ty(shapes[sb])}")
-        if shaped:
-            line = f"{res} = {op}" + (f" {operands}" if operands else "") + (f" {ad}" if ad else "")
-            arrow = "to" if ins.op == "convert" else "->"
-            line += f" : {in_types} {arrow} {ty(ins.shape)}" if in_types else f" : {arrow} {ty(ins.shape)}"
-        else:
-            line = f"{res} = {op}({operands})" + (f" {ad}" if ad else "") + f" : ({in_types}) -> {ty(ins.shape)}"
-        body.append(line)
-    rets = module.returns()
-    missing = [r for r in rets if r not in values]
-    if missing:
-        raise IRError(f"@return: {missing[0]} is not a value")
-    ret_types = [type_text(shapes[r], type_syntax) for r in rets]
-    if rets:
-        body.append(f"return {', '.join(values[r] for r in rets)} : {', '.join(ret_types)}")
+        body.append(_op_line(ins, res, values, shapes, type_syntax))
+    return body
+
+
+def _literal_line(ins: Instruction, res: str, type_syntax: str) -> str:
+    """The line of the literal ``ins``, whose result is ``res``."""
+    storage = literal_storage(ins.literal, ins.shape.dtype, ins.shape.lens)
+    dense = f"{format_dense(storage, ins.shape.dtype)} : {tensor_text(ins.shape, type_syntax)}"
+    if type_syntax == "shaped":
+        return f"{res} = migraphx.literal({dense}) : {type_text(ins.shape, type_syntax, short=True)}"
+    return f"{res} = migraphx.literal() {{value = {dense}}} : () -> {tensor_text(ins.shape)}"
+
+
+def _op_line(ins: Instruction, res: str, values: dict[str, str], shapes: dict[str, Shape], type_syntax: str) -> str:
+    """The line of the op ``ins``, whose result is ``res`` (``values`` / ``shapes``: its inputs')."""
+    def ty(s: Shape) -> str:
+        return type_text(s, type_syntax, short=True)
+
+    shaped = type_syntax == "shaped"
+    if ins.op in RESHAPE_LIKE:
+        op, ad = "migraphx.reshape", "{dims = [" + ", ".join(map(str, ins.shape.lens)) + "]}"
     else:
-        body.append("return")
-    sig = f"func.func {symbol_ref(name or module.symbol_name())}({', '.join(args)})"
-    if len(ret_types) == 1:
-        sig += f" -> {ret_types[0]}"
-    elif ret_types:
-        sig += f" -> ({', '.join(ret_types)})"
-    at = attrs.text()
-    if at:
-        sig += f" attributes {at}"
-    inner = indent + "  "
-    return f"{indent}{sig} {{\n" + "".join(f"{inner}{b}\n" for b in body) + f"{indent}}}\n"
+        op, ad = "migraphx." + ins.op, attr_dict(ins)
+    operands = ", ".join(values[i] for i in ins.inputs)
+    in_types = ", ".join(ty(shapes[i]) for i in ins.inputs)
+    if shaped and ins.op == "quant_dot" and len(ins.inputs) == 4:
+        # rocMLIR's scaled form: a scaled by sa, b scaled by sb (the IR's inputs: a, b, sa, sb)
+        a, b, sa, sb = ins.inputs
+        operands = f"{values[a]} scaled by {values[sa]}, {values[b]} scaled by {values[sb]}"
+        in_types = (f"{ty(shapes[a])} scaled by {ty(shapes[sa])}, "
+                    f"{ty(shapes[b])} scaled by {ty(shapes[sb])}")
+    if shaped:
+        line = f"{res} = {op}" + (f" {operands}" if operands else "") + (f" {ad}" if ad else "")
+        arrow = "to" if ins.op == "convert" else "->"
+        line += f" : {in_types} {arrow} {ty(ins.shape)}" if in_types else f" : {arrow} {ty(ins.shape)}"
+    else:
+        line = f"{res} = {op}({operands})" + (f" {ad}" if ad else "") + f" : ({in_types}) -> {ty(ins.shape)}"
+    return line
 
 
 def emit_mlir(module: Module, *, arch: str = "pocl-cpu", num_cu: int = 1, type_syntax: str = "tensor",

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from ..engine import CompileFailed
 from ..vocab import Status
 from .record import FailureRecord
-from .rerun import on_pipeline, rerun_of
+from .rerun import Refused, on_pipeline, rerun_of
 from .signature import signature
 from .writer import WrittenRepro
 
@@ -81,6 +81,8 @@ def passes_without_faults(rec: FailureRecord, rerun=None) -> bool | None:
     device). None when it cannot run at all (or its runner has no time left)."""
     try:
         res = rerun_of(rec, rerun)(rec, inject="")
+    except Refused:     # the solution is refused with the fault off (odd_perf_config): it cannot fail then
+        return True
     except Exception:   # noqa: BLE001 - it can't even run with the fault off: left unchecked
         return None
     if res is None:

@@ -12,10 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..engine import MemoryDatabase, Pipeline, RunOptions, load_module
+from ..codegen import NotApplicable, SolutionError, check_applicable
+from ..engine import MemoryDatabase, Pipeline, RunOptions, load_module, parse_solution
 from .record import FailureRecord
 
-__all__ = ["Rerun", "module_of", "run_again", "on_pipeline", "on_recorded_device", "rerun_of"]
+__all__ = ["Rerun", "Refused", "module_of", "run_again", "on_pipeline", "on_recorded_device", "rerun_of"]
+
+
+class Refused(Exception):
+    """The recorded solution is refused by the solution rules as the case runs again (a perf config that only
+    a planted fault let through): a tuner skips it, so it cannot fail -- as a reproducer script says too."""
 
 
 class Rerun(Protocol):
@@ -39,8 +45,16 @@ def run_again(pipeline, rec: FailureRecord, *, inject: str, build_options: str |
     faults ``inject`` -- "" for none --, a throwaway tuning database), the kernel built with
     ``build_options`` (None: the pipeline's); the engine's RunResult."""
     view = pipeline.configured(RunOptions(inject=inject, timeout_s=rec.timeout_s, database=MemoryDatabase()))
-    return view.run(module_of(rec), solution=rec.span.solution or None, seed=rec.seed,
-                    mlir_text=rec.span.mlir_text or None, build_options=build_options)
+    module, mlir_text = module_of(rec), rec.span.mlir_text or None
+    if rec.span.solution:
+        low = view.lower_module(module, mlir_text)
+        try:
+            check_applicable(low.problem, parse_solution(low.problem, rec.span.solution, inject or None),
+                             view.device)
+        except (SolutionError, NotApplicable) as e:
+            raise Refused(f"{type(e).__name__}: {e}") from None
+    return view.run(module, solution=rec.span.solution or None, seed=rec.seed, mlir_text=mlir_text,
+                    build_options=build_options)
 
 
 def on_pipeline(pipeline) -> Rerun:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..codegen import NotApplicable, SolutionError, check_applicable
-from ..engine import MemoryDatabase, Pipeline, RunOptions, load_module, parse_solution
+from ..codegen import SolutionError
+from ..engine import MemoryDatabase, Pipeline, RunOptions, load_module
 from .record import FailureRecord
 
 __all__ = ["Rerun", "Refused", "module_of", "run_again", "on_pipeline", "on_recorded_device", "rerun_of"]
@@ -45,16 +45,13 @@ def run_again(pipeline, rec: FailureRecord, *, inject: str, build_options: str |
     faults ``inject`` -- "" for none --, a throwaway tuning database), the kernel built with
     ``build_options`` (None: the pipeline's); the engine's RunResult."""
     view = pipeline.configured(RunOptions(inject=inject, timeout_s=rec.timeout_s, database=MemoryDatabase()))
-    module, mlir_text = module_of(rec), rec.span.mlir_text or None
-    if rec.span.solution:
-        low = view.lower_module(module, mlir_text)
-        try:
-            check_applicable(low.problem, parse_solution(low.problem, rec.span.solution, inject or None),
-                             view.device)
-        except (SolutionError, NotApplicable) as e:
-            raise Refused(f"{type(e).__name__}: {e}") from None
-    return view.run(module, solution=rec.span.solution or None, seed=rec.seed, mlir_text=mlir_text,
-                    build_options=build_options)
+    try:
+        return view.run(module_of(rec), solution=rec.span.solution or None, seed=rec.seed,
+                        mlir_text=rec.span.mlir_text or None, build_options=build_options)
+    except SolutionError as e:
+        # the rules refuse the perf config with these faults (a fault let it through); whether it applies
+        # to the device does not depend on the faults, so it failed that way with them too
+        raise Refused(f"SolutionError: {e}") from None
 
 
 def on_pipeline(pipeline) -> Rerun:
